@@ -1,0 +1,130 @@
+// chstate/detail/rows.hpp — reading JSONEachRow replies.
+//
+// Replies are read in JSONEachRow: one JSON object per line. A row_reader
+// takes the reply in chunks of any size and hands out complete rows, so a
+// large result streams through with memory bounded by its longest row.
+#pragma once
+
+#include <chstate/error.hpp>
+#include <chstate/state.hpp>
+
+#include <boost/json/parse.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace chstate::detail {
+
+class row_reader {
+public:
+    /// Feeds a chunk; calls on_row(json::object&&) per complete line and
+    /// stops at the first error it returns.
+    template <class OnRow>
+    error_code feed(std::string_view chunk, OnRow&& on_row, diagnostics& diag) {
+        while (!chunk.empty()) {
+            auto nl = chunk.find('\n');
+            if (nl == std::string_view::npos) {
+                pending_.append(chunk);
+                return {};
+            }
+            std::string_view line = chunk.substr(0, nl);
+            chunk.remove_prefix(nl + 1);
+            error_code ec;
+            if (pending_.empty()) {
+                ec = emit(line, on_row, diag);
+            } else {
+                pending_.append(line);
+                std::string whole = std::move(pending_);
+                pending_.clear();
+                ec = emit(whole, on_row, diag);
+            }
+            if (ec)
+                return ec;
+        }
+        return {};
+    }
+
+    /// Call once the reply has ended: a trailing line without '\n' is a row
+    /// too.
+    template <class OnRow>
+    error_code finish(OnRow&& on_row, diagnostics& diag) {
+        if (pending_.empty())
+            return {};
+        std::string whole = std::move(pending_);
+        pending_.clear();
+        return emit(whole, on_row, diag);
+    }
+
+private:
+    template <class OnRow>
+    static error_code emit(std::string_view line, OnRow& on_row, diagnostics& diag) {
+        if (line.empty() || line == "\r")
+            return {};
+        error_code ec;
+        json::value v = json::parse(line, ec);
+        if (ec || !v.is_object()) {
+            diag.message = "reply row is not a JSON object: " + std::string(line.substr(0, 200));
+            return make_error_code(errc::protocol_error);
+        }
+        return on_row(std::move(v.get_object()));
+    }
+
+    std::string pending_;
+};
+
+/// A String / Nullable(String) column: nullopt for NULL or absent.
+inline std::optional<std::string> string_field(const json::object& row, std::string_view key) {
+    auto* v = row.if_contains(key);
+    if (!v || !v->is_string())
+        return std::nullopt;
+    return std::string(v->get_string());
+}
+
+/// A UInt64 column: servers send it as a number or, quoted, as a string.
+inline std::optional<std::uint64_t> uint_field(const json::object& row, std::string_view key) {
+    auto* v = row.if_contains(key);
+    if (!v)
+        return std::nullopt;
+    if (v->is_uint64())
+        return v->get_uint64();
+    if (v->is_int64() && v->get_int64() >= 0)
+        return static_cast<std::uint64_t>(v->get_int64());
+    if (v->is_string()) {
+        std::string_view s = v->get_string();
+        std::uint64_t n = 0;
+        auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+        if (ec == std::errc{} && p == s.data() + s.size())
+            return n;
+    }
+    return std::nullopt;
+}
+
+/// A stored state part: NULL or empty text is {}; otherwise a JSON object.
+inline error_code parse_part(const std::optional<std::string>& text, json::object& out,
+                             std::string_view state_id, std::string_view column, diagnostics& diag) {
+    out.clear();
+    if (!text || text->empty())
+        return {};
+    error_code ec;
+    json::value v = json::parse(*text, ec);
+    if (ec || !(v.is_object() || v.is_null())) {
+        diag.message = "state \"" + std::string(state_id) + "\": " + std::string(column) +
+                       " is not a JSON object";
+        return make_error_code(errc::corrupt_state);
+    }
+    if (v.is_object())
+        out = std::move(v.get_object());
+    return {};
+}
+
+/// A state part as stored: NULL when empty (as the seed writes it).
+inline std::optional<std::string> serialize_part(const json::object& part) {
+    if (part.empty())
+        return std::nullopt;
+    return json::serialize(part);
+}
+
+} // namespace chstate::detail

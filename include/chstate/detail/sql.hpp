@@ -1,0 +1,148 @@
+// chstate/detail/sql.hpp — every statement the store sends, and the quoting
+// rules that keep values out of SQL text.
+//
+// Values travel as {name:Type} parameters. For a server without query
+// parameters (before 19.11) inline_parameters() turns them into quoted
+// literals, the only place a value is ever written into SQL text.
+#pragma once
+
+#include <chstate/error.hpp>
+#include <chstate/transport.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace chstate::detail {
+
+/// `name` as a back-quoted identifier.
+inline std::string quote_identifier(std::string_view name) {
+    std::string out;
+    out.reserve(name.size() + 2);
+    out += '`';
+    for (char c : name) {
+        if (c == '`' || c == '\\')
+            out += '\\';
+        out += c;
+    }
+    out += '`';
+    return out;
+}
+
+/// Escapes shared by string literals and TSV: backslash and control characters.
+inline void append_escaped(std::string& out, std::string_view v, char quote) {
+    for (char c : v) {
+        switch (c) {
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        case '\0': out += "\\0"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default:
+            if (c == quote)
+                out += '\\';
+            out += c;
+        }
+    }
+}
+
+/// `v` as a single-quoted ClickHouse string literal.
+inline std::string quote_string(std::string_view v) {
+    std::string out;
+    out.reserve(v.size() + 2);
+    out += '\'';
+    append_escaped(out, v, '\'');
+    out += '\'';
+    return out;
+}
+
+/// A parameter value in the escaped (TSV) text form the engine parses
+/// `param_<name>` values in (ClickHouse ≥ 20.1, chDB): backslash doubled,
+/// control characters escaped, NULL written as \N.
+inline std::string escape_parameter_value(const std::optional<std::string>& v) {
+    if (!v)
+        return "\\N";
+    std::string out;
+    out.reserve(v->size());
+    append_escaped(out, *v, '\0' /* no quote character in TSV */);
+    return out;
+}
+
+/// A Meltano glob (`*` any run, `?` one character) as a LIKE pattern in
+/// which every other character is literal: `%`, `_` and `\` in the id are
+/// escaped so they cannot act as wildcards.
+inline std::string glob_to_like(std::string_view glob) {
+    std::string out;
+    out.reserve(glob.size() + 4);
+    for (char c : glob) {
+        switch (c) {
+        case '*': out += '%'; break;
+        case '?': out += '_'; break;
+        case '%': out += "\\%"; break;
+        case '_': out += "\\_"; break;
+        case '\\': out += "\\\\"; break;
+        default: out += c;
+        }
+    }
+    return out;
+}
+
+/// True when a glob matches everything (no pattern, or `*`).
+inline bool glob_matches_all(std::string_view glob) {
+    return glob.empty() || glob == "*";
+}
+
+/// Replaces each {name:Type} placeholder in stmt.sql by the quoted literal of
+/// its value, for servers without query parameters. Numbers are validated,
+/// strings quoted; an unknown placeholder is an error.
+inline error_code inline_parameters(statement& stmt, diagnostics& diag) {
+    std::string out;
+    out.reserve(stmt.sql.size() + 64);
+    std::string_view sql = stmt.sql;
+    std::size_t pos = 0;
+    while (pos < sql.size()) {
+        std::size_t open = sql.find('{', pos);
+        if (open == std::string_view::npos) {
+            out.append(sql.substr(pos));
+            break;
+        }
+        out.append(sql.substr(pos, open - pos));
+        std::size_t close = sql.find('}', open);
+        std::size_t colon = sql.find(':', open);
+        if (close == std::string_view::npos || colon == std::string_view::npos || colon > close) {
+            diag.message = "malformed placeholder in statement";
+            return make_error_code(errc::invalid_argument);
+        }
+        std::string_view name = sql.substr(open + 1, colon - open - 1);
+        const parameter* p = nullptr;
+        for (const auto& candidate : stmt.parameters)
+            if (candidate.name == name)
+                p = &candidate;
+        if (!p) {
+            diag.message = "no value bound for placeholder " + std::string(name);
+            return make_error_code(errc::invalid_argument);
+        }
+        if (!p->value) {
+            out += "NULL";
+        } else if (p->type.starts_with("UInt") || p->type.starts_with("Int")) {
+            std::int64_t n = 0;
+            auto [end, ec] = std::from_chars(p->value->data(), p->value->data() + p->value->size(), n);
+            if (ec != std::errc{} || end != p->value->data() + p->value->size()) {
+                diag.message = "parameter " + p->name + " is not an integer";
+                return make_error_code(errc::invalid_argument);
+            }
+            out += *p->value;
+        } else {
+            out += quote_string(*p->value);
+        }
+        pos = close + 1;
+    }
+    stmt.sql = std::move(out);
+    stmt.parameters.clear();
+    return {};
+}
+
+} // namespace chstate::detail

@@ -1,0 +1,230 @@
+// chstate/manual_clock.hpp — simulated time for tests (yours and ours).
+//
+// A manual_clock is a handle on a shared timeline: copies see the same time.
+// Time moves only when the test says so, and waits complete when time
+// reaches their deadline, without any real sleeping:
+//
+//     asio::io_context ioc;
+//     chstate::manual_clock clock;                  // starts at the current second
+//     auto fut = asio::co_spawn(ioc, my_job(clock), asio::use_future);
+//     clock.run(ioc);   // run everything; when only clock waits are left,
+//                       // jump to the next deadline; repeat until idle
+//
+// Time advances only when nothing else can progress: no handler is ready
+// on the io_context and no statement is in flight. The store marks each
+// statement it sends with begin_activity() (any code of yours that starts
+// I/O the simulated world must wait for can do the same), so run() blocks
+// for a reply instead of jumping past it.
+//
+// skewed(offset) gives a handle whose now() reads `offset` ahead (or behind)
+// while sharing the timeline: two clients with disagreeing clocks.
+#pragma once
+
+#include <chstate/clock.hpp>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+namespace chstate {
+
+class manual_clock {
+    struct waiter {
+        std::function<void(error_code)> complete; // posts the handler to its executor
+    };
+
+    struct timeline {
+        std::mutex mutex;
+        time_point now;
+        std::uint64_t next_id = 0;
+        // (deadline, sequence) keeps equal deadlines in the order the waits began.
+        std::map<std::pair<time_point, std::uint64_t>, waiter> waiters;
+        std::atomic<int> in_flight{0};
+    };
+
+public:
+    /// Starts at the current wall time, rounded down to a second. Rows the
+    /// store stamps then look recent to a real engine, whose TTL (on the
+    /// lock table) runs on the engine's own clock.
+    manual_clock() : manual_clock(std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now())) {}
+
+    /// Starts at `start` (for fully reproducible runs on a simulated engine).
+    explicit manual_clock(time_point start) : timeline_(std::make_shared<timeline>()) {
+        timeline_->now = start;
+    }
+
+    /// Simulated now, plus this handle's skew.
+    time_point now() const {
+        std::lock_guard lk(timeline_->mutex);
+        return timeline_->now + skew_;
+    }
+
+    /// A handle on the same timeline whose now() reads `offset` away.
+    manual_clock skewed(duration offset) const {
+        manual_clock c = *this;
+        c.skew_ += offset;
+        return c;
+    }
+
+    /// Completes once simulated time has advanced by `d` (immediately, via
+    /// post, when d <= 0). Supports per-operation cancellation.
+    template <class CompletionToken>
+    auto async_wait(asio::any_io_executor ex, duration d, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [this](auto handler, asio::any_io_executor ex, duration d) {
+                start_wait(std::move(handler), std::move(ex), d);
+            },
+            token, std::move(ex), d);
+    }
+
+    /// Moves time forward by `d`, completing every wait that falls due, in
+    /// deadline order. Handlers are posted, not run inline.
+    void advance(duration d) { advance_to(now_unskewed() + d); }
+
+    /// Moves time to `t` (never backwards), completing due waits.
+    void advance_to(time_point t) {
+        for (;;) {
+            std::function<void(error_code)> complete;
+            {
+                std::lock_guard lk(timeline_->mutex);
+                auto it = timeline_->waiters.begin();
+                if (it == timeline_->waiters.end() || it->first.first > t) {
+                    if (t > timeline_->now)
+                        timeline_->now = t;
+                    return;
+                }
+                if (it->first.first > timeline_->now)
+                    timeline_->now = it->first.first;
+                complete = std::move(it->second.complete);
+                timeline_->waiters.erase(it);
+            }
+            complete(error_code{});
+        }
+    }
+
+    /// Jumps to the earliest pending deadline; false when nothing waits.
+    bool advance_to_next() {
+        auto next = next_deadline();
+        if (!next)
+            return false;
+        advance_to(*next);
+        return true;
+    }
+
+    /// The earliest pending deadline, in unskewed timeline time.
+    std::optional<time_point> next_deadline() const {
+        std::lock_guard lk(timeline_->mutex);
+        if (timeline_->waiters.empty())
+            return std::nullopt;
+        return timeline_->waiters.begin()->first.first;
+    }
+
+    /// Number of waits not yet completed.
+    std::size_t pending_waits() const {
+        std::lock_guard lk(timeline_->mutex);
+        return timeline_->waiters.size();
+    }
+
+    /// Marks work in flight outside the io_context (a statement sent to an
+    /// engine) until the returned guard is destroyed; run() waits for it.
+    class activity {
+    public:
+        explicit activity(std::shared_ptr<timeline> t) : t_(std::move(t)) { ++t_->in_flight; }
+        activity(activity&& o) noexcept : t_(std::move(o.t_)) {}
+        activity(const activity&) = delete;
+        activity& operator=(const activity&) = delete;
+        activity& operator=(activity&&) = delete;
+        ~activity() {
+            if (t_)
+                --t_->in_flight;
+        }
+
+    private:
+        std::shared_ptr<timeline> t_;
+    };
+    activity begin_activity() const { return activity(timeline_); }
+
+    /// Runs `ioc`, advancing simulated time to the next deadline whenever no
+    /// handler is ready and no activity is in flight, until nothing is left
+    /// to run or wait for. Returns the simulated time that passed. Stops
+    /// early (leaving waits pending) once the next deadline lies more than
+    /// `limit` ahead of the start, so a test of a hung job terminates.
+    duration run(asio::io_context& ioc, duration limit = std::chrono::hours(24 * 365)) {
+        const time_point start = now_unskewed();
+        for (;;) {
+            ioc.restart();
+            if (ioc.poll() > 0)
+                continue;
+            if (timeline_->in_flight.load() > 0) {
+                ioc.restart();
+                ioc.run_one(); // blocks until the reply's handler is ready, and runs it
+                continue;
+            }
+            auto next = next_deadline();
+            if (!next || *next - start > limit)
+                break;
+            advance_to(*next);
+        }
+        return std::chrono::duration_cast<duration>(now_unskewed() - start);
+    }
+
+private:
+    time_point now_unskewed() const {
+        std::lock_guard lk(timeline_->mutex);
+        return timeline_->now;
+    }
+
+    template <class Handler>
+    void start_wait(Handler handler, asio::any_io_executor ex, duration d) {
+        auto slot = asio::get_associated_cancellation_slot(handler);
+        auto hex = asio::get_associated_executor(handler, ex);
+        // Shared so both the timeline and a cancellation can complete it, once.
+        auto shared = std::make_shared<std::optional<Handler>>(std::move(handler));
+        auto complete = [shared, hex](error_code ec) {
+            if (!shared->has_value())
+                return;
+            Handler h = std::move(**shared);
+            shared->reset();
+            asio::post(hex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+        };
+        if (d <= duration::zero()) {
+            complete(error_code{});
+            return;
+        }
+        std::pair<time_point, std::uint64_t> key;
+        {
+            std::lock_guard lk(timeline_->mutex);
+            key = {timeline_->now + d, timeline_->next_id++};
+            timeline_->waiters.emplace(key, waiter{complete});
+        }
+        if (slot.is_connected()) {
+            std::weak_ptr<timeline> weak = timeline_;
+            slot.assign([weak, key, complete](asio::cancellation_type) {
+                if (auto tl = weak.lock()) {
+                    std::unique_lock lk(tl->mutex);
+                    if (tl->waiters.erase(key) == 0)
+                        return; // already completed
+                }
+                complete(asio::error::operation_aborted);
+            });
+        }
+    }
+
+    std::shared_ptr<timeline> timeline_;
+    duration skew_{0};
+};
+
+static_assert(clock<manual_clock>);
+
+} // namespace chstate

@@ -1,0 +1,805 @@
+// chstate/store.hpp — basic_state_store: Meltano's state-backend contract.
+//
+// The store owns all SQL, versioning and lock logic; the Transport only
+// executes statements (transport.hpp) and the Clock owns every wait and
+// every time the lock protocol compares (clock.hpp).
+//
+// Operations. Each exists as
+//   async_xxx(args…, token)                 completion: void(error_code, T)
+//   async_xxx(args…, diagnostics&, token)   same, with the server's message
+//   xxx(args…)                              blocking; throws chstate::error
+// The token may be anything Asio accepts (asio::deferred by default,
+// use_awaitable, use_future, a callback). Arguments are copied before the
+// operation starts; the store must outlive the operation.
+//
+//   get(id)            -> std::optional<state>   (nullopt: no state stored)
+//   set(state)                                     write a whole state
+//   update(state)      -> state                    Meltano's locked update (see below)
+//   delete_state(id)                               remove a state
+//   clear(id)                                      delete under the lock
+//   clear_all()        -> std::uint64_t            states removed
+//   state_ids(glob)    -> std::vector<std::string> `*`, `?` wildcards; all else literal
+//   get_all(visitor)   -> std::uint64_t            visitor(state&&) per state, streamed
+//   set_all(states)                                one bulk INSERT
+//   copy(src, dst), move(src, dst), merge(src, dst)  as Meltano's state service
+//   acquire_lock(id)   -> lock_lease
+//
+// update(s): under the lock for s.state_id — when s is not complete and a
+// state is stored, s.partial_state is deep-merged onto the stored partial
+// state and the stored state (with its completed part) is written;
+// otherwise s is written as is. Returns what was written.
+//
+// Executors. Operations run on the store's executor (by default the
+// transport's) and complete on the handler's associated executor. The
+// blocking forms need that executor to be run by another thread; the
+// embedded transport's default executor always is.
+//
+// Threads. Operations may run concurrently, from any threads.
+//
+// First use. The first operation reads the server's version and creates the
+// database and both tables if absent (the seed's DDL); ensure_schema() does
+// it explicitly.
+#pragma once
+
+#include <chstate/clock.hpp>
+#include <chstate/config.hpp>
+#include <chstate/detail/async.hpp>
+#include <chstate/detail/rows.hpp>
+#include <chstate/detail/statements.hpp>
+#include <chstate/detail/uuid.hpp>
+#include <chstate/error.hpp>
+#include <chstate/lock.hpp>
+#include <chstate/state.hpp>
+#include <chstate/transport.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace chstate {
+
+template <transport Transport, clock Clock = real_clock>
+class basic_state_store {
+    template <class... Ts>
+    using op = asio::awaitable<std::tuple<error_code, Ts...>>;
+    static constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+public:
+    using executor_type = asio::any_io_executor;
+    using transport_type = Transport;
+    using clock_type = Clock;
+    using lock_lease = basic_lock_lease<basic_state_store>;
+    /// Called once per state by get_all, in state_id order.
+    using state_visitor = std::function<void(state&&)>;
+
+    /// Runs operations on the transport's executor.
+    explicit basic_state_store(Transport transport, store_options options = {}, Clock clock = {})
+        : ex_(transport.get_executor()),
+          transport_(std::move(transport)),
+          options_(std::move(options)),
+          clock_(std::move(clock)) {}
+
+    /// Runs operations on `ex` (e.g. an io_context a test drives).
+    basic_state_store(executor_type ex, Transport transport, store_options options = {}, Clock clock = {})
+        : ex_(std::move(ex)),
+          transport_(std::move(transport)),
+          options_(std::move(options)),
+          clock_(std::move(clock)) {}
+
+    basic_state_store(const basic_state_store&) = delete;
+    basic_state_store& operator=(const basic_state_store&) = delete;
+
+    executor_type get_executor() const noexcept { return ex_; }
+    Transport& get_transport() noexcept { return transport_; }
+    Clock& get_clock() noexcept { return clock_; }
+    const store_options& options() const noexcept { return options_; }
+
+    // ---- ensure_schema ----------------------------------------------------
+
+    template <class CompletionToken = asio::deferred_t>
+    auto async_ensure_schema(diagnostics& diag, CompletionToken&& token = {}) {
+        return start(ensure_schema_op(&diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_ensure_schema(CompletionToken&& token = {}) {
+        return start(ensure_schema_op(nullptr), std::forward<CompletionToken>(token));
+    }
+    void ensure_schema() {
+        detail::run_blocking<>([&](diagnostics& d, auto h) { async_ensure_schema(d, std::move(h)); });
+    }
+
+    // ---- get ----------------------------------------------------------------
+
+    template <class CompletionToken = asio::deferred_t>
+    auto async_get(std::string state_id, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(get_op(std::move(state_id), &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_get(std::string state_id, CompletionToken&& token = {}) {
+        return start(get_op(std::move(state_id), nullptr), std::forward<CompletionToken>(token));
+    }
+    std::optional<state> get(std::string state_id) {
+        return detail::run_blocking<std::optional<state>>(
+            [&](diagnostics& d, auto h) { async_get(std::move(state_id), d, std::move(h)); });
+    }
+
+    // ---- set ----------------------------------------------------------------
+
+    template <class CompletionToken = asio::deferred_t>
+    auto async_set(state s, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(set_op(std::move(s), &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_set(state s, CompletionToken&& token = {}) {
+        return start(set_op(std::move(s), nullptr), std::forward<CompletionToken>(token));
+    }
+    void set(state s) {
+        detail::run_blocking<>([&](diagnostics& d, auto h) { async_set(std::move(s), d, std::move(h)); });
+    }
+
+    // ---- update -------------------------------------------------------------
+
+    template <class CompletionToken = asio::deferred_t>
+    auto async_update(state s, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(update_op(std::move(s), &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_update(state s, CompletionToken&& token = {}) {
+        return start(update_op(std::move(s), nullptr), std::forward<CompletionToken>(token));
+    }
+    state update(state s) {
+        return detail::run_blocking<state>(
+            [&](diagnostics& d, auto h) { async_update(std::move(s), d, std::move(h)); });
+    }
+
+    // ---- delete_state -------------------------------------------------------
+
+    template <class CompletionToken = asio::deferred_t>
+    auto async_delete_state(std::string state_id, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(delete_op(std::move(state_id), &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_delete_state(std::string state_id, CompletionToken&& token = {}) {
+        return start(delete_op(std::move(state_id), nullptr), std::forward<CompletionToken>(token));
+    }
+    void delete_state(std::string state_id) {
+        detail::run_blocking<>(
+            [&](diagnostics& d, auto h) { async_delete_state(std::move(state_id), d, std::move(h)); });
+    }
+
+    // ---- clear --------------------------------------------------------------
+
+    template <class CompletionToken = asio::deferred_t>
+    auto async_clear(std::string state_id, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(clear_op(std::move(state_id), &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_clear(std::string state_id, CompletionToken&& token = {}) {
+        return start(clear_op(std::move(state_id), nullptr), std::forward<CompletionToken>(token));
+    }
+    void clear(std::string state_id) {
+        detail::run_blocking<>([&](diagnostics& d, auto h) { async_clear(std::move(state_id), d, std::move(h)); });
+    }
+
+    // ---- clear_all ----------------------------------------------------------
+
+    template <class CompletionToken = asio::deferred_t>
+    auto async_clear_all(diagnostics& diag, CompletionToken&& token = {}) {
+        return start(clear_all_op(&diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_clear_all(CompletionToken&& token = {}) {
+        return start(clear_all_op(nullptr), std::forward<CompletionToken>(token));
+    }
+    std::uint64_t clear_all() {
+        return detail::run_blocking<std::uint64_t>([&](diagnostics& d, auto h) { async_clear_all(d, std::move(h)); });
+    }
+
+    // ---- state_ids ----------------------------------------------------------
+
+    template <class CompletionToken = asio::deferred_t>
+    auto async_state_ids(std::string glob, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(state_ids_op(std::move(glob), &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_state_ids(std::string glob, CompletionToken&& token = {}) {
+        return start(state_ids_op(std::move(glob), nullptr), std::forward<CompletionToken>(token));
+    }
+    std::vector<std::string> state_ids(std::string glob = "*") {
+        return detail::run_blocking<std::vector<std::string>>(
+            [&](diagnostics& d, auto h) { async_state_ids(std::move(glob), d, std::move(h)); });
+    }
+
+    // ---- get_all ------------------------------------------------------------
+
+    /// Streams every state to `visitor` (on the store's executor), in
+    /// state_id order, holding one reply chunk at a time; completes with the
+    /// number of states visited.
+    template <class CompletionToken = asio::deferred_t>
+    auto async_get_all(state_visitor visitor, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(get_all_op(std::move(visitor), &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_get_all(state_visitor visitor, CompletionToken&& token = {}) {
+        return start(get_all_op(std::move(visitor), nullptr), std::forward<CompletionToken>(token));
+    }
+    std::uint64_t get_all(state_visitor visitor) {
+        return detail::run_blocking<std::uint64_t>(
+            [&](diagnostics& d, auto h) { async_get_all(std::move(visitor), d, std::move(h)); });
+    }
+
+    // ---- set_all ------------------------------------------------------------
+
+    /// Writes all states in one INSERT. Every state is validated first; an
+    /// invalid one fails the call before anything is written.
+    template <class CompletionToken = asio::deferred_t>
+    auto async_set_all(std::vector<state> states, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(set_all_op(std::move(states), &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_set_all(std::vector<state> states, CompletionToken&& token = {}) {
+        return start(set_all_op(std::move(states), nullptr), std::forward<CompletionToken>(token));
+    }
+    void set_all(std::vector<state> states) {
+        detail::run_blocking<>([&](diagnostics& d, auto h) { async_set_all(std::move(states), d, std::move(h)); });
+    }
+
+    // ---- copy / move / merge -----------------------------------------------
+
+    /// dst := src (both parts). errc::state_not_found when src has no state.
+    template <class CompletionToken = asio::deferred_t>
+    auto async_copy(std::string src, std::string dst, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(copy_op(std::move(src), std::move(dst), false, &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_copy(std::string src, std::string dst, CompletionToken&& token = {}) {
+        return start(copy_op(std::move(src), std::move(dst), false, nullptr), std::forward<CompletionToken>(token));
+    }
+    void copy(std::string src, std::string dst) {
+        detail::run_blocking<>(
+            [&](diagnostics& d, auto h) { async_copy(std::move(src), std::move(dst), d, std::move(h)); });
+    }
+
+    /// copy, then clear src.
+    template <class CompletionToken = asio::deferred_t>
+    auto async_move(std::string src, std::string dst, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(copy_op(std::move(src), std::move(dst), true, &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_move(std::string src, std::string dst, CompletionToken&& token = {}) {
+        return start(copy_op(std::move(src), std::move(dst), true, nullptr), std::forward<CompletionToken>(token));
+    }
+    void move(std::string src, std::string dst) {
+        detail::run_blocking<>(
+            [&](diagnostics& d, auto h) { async_move(std::move(src), std::move(dst), d, std::move(h)); });
+    }
+
+    /// update(dst, partial = src's merged view): src folded into dst as a
+    /// partial update. Completes with the state written to dst.
+    template <class CompletionToken = asio::deferred_t>
+    auto async_merge(std::string src, std::string dst, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(merge_op(std::move(src), std::move(dst), &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_merge(std::string src, std::string dst, CompletionToken&& token = {}) {
+        return start(merge_op(std::move(src), std::move(dst), nullptr), std::forward<CompletionToken>(token));
+    }
+    state merge(std::string src, std::string dst) {
+        return detail::run_blocking<state>(
+            [&](diagnostics& d, auto h) { async_merge(std::move(src), std::move(dst), d, std::move(h)); });
+    }
+
+    // ---- locks --------------------------------------------------------------
+
+    /// Acquires the advisory lock for `state_id` (see the README's lock
+    /// section). Fails with errc::state_id_locked after options().lock.timeout.
+    /// Cancelling the operation withdraws the candidate row and completes
+    /// with asio::error::operation_aborted.
+    template <class CompletionToken = asio::deferred_t>
+    auto async_acquire_lock(std::string state_id, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(acquire_op(std::move(state_id), &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_acquire_lock(std::string state_id, CompletionToken&& token = {}) {
+        return start(acquire_op(std::move(state_id), nullptr), std::forward<CompletionToken>(token));
+    }
+    lock_lease acquire_lock(std::string state_id) {
+        return detail::run_blocking<lock_lease>(
+            [&](diagnostics& d, auto h) { async_acquire_lock(std::move(state_id), d, std::move(h)); });
+    }
+
+    /// Used by lock_lease: deletes the lock row (id, lock_id). A null store
+    /// means the lease was not held: completes with errc::lock_lost.
+    template <class CompletionToken>
+    static auto async_release_lock(basic_state_store* store, std::string state_id, std::string lock_id,
+                                   CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [store](auto handler, std::string state_id, std::string lock_id) {
+                if (!store) {
+                    auto ex = asio::get_associated_executor(handler);
+                    asio::post(ex, [h = std::move(handler)]() mutable {
+                        std::move(h)(make_error_code(errc::lock_lost));
+                    });
+                    return;
+                }
+                store->start(store->release_op(std::move(state_id), std::move(lock_id), nullptr),
+                             std::move(handler));
+            },
+            token, std::move(state_id), std::move(lock_id));
+    }
+    static void release_lock(basic_state_store* store, std::string state_id, std::string lock_id) {
+        if (!store)
+            throw error(make_error_code(errc::lock_lost), "lock for \"" + state_id + "\" was not held");
+        detail::run_blocking<>([&](diagnostics& d, auto h) {
+            store->start(store->release_op(std::move(state_id), std::move(lock_id), &d), std::move(h));
+        });
+    }
+
+private:
+    template <class Result, class CompletionToken>
+    auto start(asio::awaitable<Result> o, CompletionToken&& token) {
+        return detail::launch(ex_, std::move(o), std::forward<CompletionToken>(token));
+    }
+
+    // -- plumbing --------------------------------------------------------------
+
+    /// Sends one statement, streaming the reply into `sink`.
+    op<> execute(statement s, result_sink sink, diagnostics& diag) {
+        auto stm = stmts_snapshot();
+        if (stm && !stm->features().query_parameters) {
+            if (auto ec = detail::inline_parameters(s, diag))
+                co_return std::tuple{ec};
+        }
+        co_return co_await send(s, std::move(sink), diag);
+    }
+
+    /// The one place the store calls its transport. A clock that tracks
+    /// activity (manual_clock) learns a statement is in flight, so simulated
+    /// time does not jump past the reply.
+    op<> send(const statement& s, result_sink sink, diagnostics& diag) {
+        diag.clear();
+        if constexpr (requires(Clock& c) { c.begin_activity(); }) {
+            auto in_flight = clock_.begin_activity();
+            auto [ec] = co_await transport_.async_execute(s, std::move(sink), diag, use_tuple);
+            co_return std::tuple{ec};
+        } else {
+            auto [ec] = co_await transport_.async_execute(s, std::move(sink), diag, use_tuple);
+            co_return std::tuple{ec};
+        }
+    }
+
+    op<> execute(statement s, diagnostics& diag) {
+        return execute(std::move(s), [](std::string_view) { return error_code{}; }, diag);
+    }
+
+    /// Sends one statement and reads its JSONEachRow rows.
+    op<std::vector<json::object>> rows(statement s, diagnostics& diag) {
+        std::vector<json::object> out;
+        detail::row_reader reader;
+        auto on_row = [&out](json::object&& row) {
+            out.push_back(std::move(row));
+            return error_code{};
+        };
+        auto [ec] = co_await execute(
+            std::move(s), [&](std::string_view chunk) { return reader.feed(chunk, on_row, diag); }, diag);
+        if (!ec)
+            ec = reader.finish(on_row, diag);
+        co_return std::tuple{ec, std::move(out)};
+    }
+
+    std::shared_ptr<const detail::statements> stmts_snapshot() const {
+        std::lock_guard lk(mutex_);
+        return stmts_;
+    }
+
+    /// Reads the server version and creates the schema, once.
+    op<> ready(diagnostics& diag) {
+        if (stmts_snapshot())
+            co_return std::tuple{error_code{}};
+        std::string version;
+        auto [ec] = co_await send(
+            detail::statements::select_version(),
+            [&](std::string_view chunk) {
+                version.append(chunk);
+                return error_code{};
+            },
+            diag);
+        if (ec)
+            co_return std::tuple{ec};
+        while (!version.empty() && (version.back() == '\n' || version.back() == '\r'))
+            version.pop_back();
+        auto stm = std::make_shared<const detail::statements>(detail::table_names(options_.schema, options_.table),
+                                                              detail::server_features::from_version(version));
+        for (statement s : {stm->create_database(), stm->create_state_table(), stm->create_lock_table()}) {
+            auto [ddl_ec] = co_await send(s, [](std::string_view) { return error_code{}; }, diag);
+            // A concurrent creator may win the race between IF NOT EXISTS and CREATE.
+            if (ddl_ec && ddl_ec != make_clickhouse_error(clickhouse_code::table_already_exists) &&
+                ddl_ec != make_clickhouse_error(clickhouse_code::database_already_exists))
+                co_return std::tuple{ddl_ec};
+        }
+        std::lock_guard lk(mutex_);
+        if (!stmts_)
+            stmts_ = std::move(stm);
+        co_return std::tuple{error_code{}};
+    }
+
+    static error_code invalid(diagnostics& diag, std::string msg) {
+        diag.message = std::move(msg);
+        return make_error_code(errc::invalid_argument);
+    }
+
+    static error_code check_id(std::string_view id, diagnostics& diag) {
+        if (id.empty())
+            return invalid(diag, "state_id must not be empty");
+        return {};
+    }
+
+    // -- operations --------------------------------------------------------------
+
+    op<> ensure_schema_op(diagnostics* d) {
+        diagnostics local;
+        diagnostics& diag = d ? *d : local;
+        co_return co_await ready(diag);
+    }
+
+    op<std::optional<state>> get_op(std::string id, diagnostics* d) {
+        diagnostics local;
+        co_return co_await get_impl(std::move(id), d ? *d : local);
+    }
+
+    op<std::optional<state>> get_impl(std::string id, diagnostics& diag) {
+        if (auto ec = check_id(id, diag))
+            co_return std::tuple{ec, std::nullopt};
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec, std::nullopt};
+        auto [ec, rows_] = co_await rows(stmts_snapshot()->select_state(id), diag);
+        if (ec || rows_.empty())
+            co_return std::tuple{ec, std::nullopt};
+        state s;
+        s.state_id = std::move(id);
+        if (auto pec = detail::parse_part(detail::string_field(rows_.front(), "partial_state"), s.partial_state,
+                                          s.state_id, "partial_state", diag))
+            co_return std::tuple{pec, std::nullopt};
+        if (auto pec = detail::parse_part(detail::string_field(rows_.front(), "completed_state"),
+                                          s.completed_state, s.state_id, "completed_state", diag))
+            co_return std::tuple{pec, std::nullopt};
+        co_return std::tuple{error_code{}, std::optional<state>(std::move(s))};
+    }
+
+    op<> set_op(state s, diagnostics* d) {
+        diagnostics local;
+        co_return co_await set_impl(s, d ? *d : local);
+    }
+
+    op<> set_impl(const state& s, diagnostics& diag) {
+        if (auto ec = check_id(s.state_id, diag))
+            co_return std::tuple{ec};
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec};
+        co_return co_await execute(stmts_snapshot()->insert_state(s.state_id, detail::serialize_part(s.partial_state),
+                                                                  detail::serialize_part(s.completed_state)),
+                                   diag);
+    }
+
+    op<state> update_op(state incoming, diagnostics* d) {
+        diagnostics local;
+        co_return co_await update_impl(std::move(incoming), d ? *d : local);
+    }
+
+    op<state> update_impl(state incoming, diagnostics& diag) {
+        if (auto ec = check_id(incoming.state_id, diag))
+            co_return std::tuple{ec, state{}};
+        auto [ec, lock_id] = co_await acquire_impl(incoming.state_id, diag);
+        if (ec)
+            co_return std::tuple{ec, state{}};
+        state written;
+        auto [get_ec, current] = co_await get_impl(incoming.state_id, diag);
+        ec = get_ec;
+        if (!ec) {
+            if (current && !incoming.is_complete())
+                written = std::move(current->merge_partial(incoming));
+            else
+                written = std::move(incoming);
+            std::tie(ec) = co_await set_impl(written, diag);
+        }
+        diagnostics release_diag;
+        auto [release_ec] = co_await release_impl(written.state_id.empty() ? incoming.state_id : written.state_id,
+                                                  lock_id, release_diag);
+        if (!ec && release_ec) {
+            ec = release_ec;
+            diag = std::move(release_diag);
+        }
+        co_return std::tuple{ec, std::move(written)};
+    }
+
+    op<> delete_op(std::string id, diagnostics* d) {
+        diagnostics local;
+        co_return co_await delete_impl(id, d ? *d : local);
+    }
+
+    op<> delete_impl(const std::string& id, diagnostics& diag) {
+        if (auto ec = check_id(id, diag))
+            co_return std::tuple{ec};
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec};
+        co_return co_await execute(stmts_snapshot()->delete_state(id), diag);
+    }
+
+    op<> clear_op(std::string id, diagnostics* d) {
+        diagnostics local;
+        co_return co_await clear_impl(id, d ? *d : local);
+    }
+
+    op<> clear_impl(const std::string& id, diagnostics& diag) {
+        if (auto ec = check_id(id, diag))
+            co_return std::tuple{ec};
+        auto [ec, lock_id] = co_await acquire_impl(id, diag);
+        if (ec)
+            co_return std::tuple{ec};
+        std::tie(ec) = co_await delete_impl(id, diag);
+        diagnostics release_diag;
+        auto [release_ec] = co_await release_impl(id, lock_id, release_diag);
+        if (!ec && release_ec) {
+            ec = release_ec;
+            diag = std::move(release_diag);
+        }
+        co_return std::tuple{ec};
+    }
+
+    op<std::uint64_t> clear_all_op(diagnostics* d) {
+        diagnostics local;
+        diagnostics& diag = d ? *d : local;
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec, std::uint64_t{0}};
+        auto stm = stmts_snapshot();
+        auto [ec, counted] = co_await rows(stm->count_states(), diag);
+        if (ec)
+            co_return std::tuple{ec, std::uint64_t{0}};
+        std::optional<std::uint64_t> n;
+        if (!counted.empty())
+            n = detail::uint_field(counted.front(), "n");
+        if (!n) {
+            diag.message = "count() reply has no number";
+            co_return std::tuple{make_error_code(errc::protocol_error), std::uint64_t{0}};
+        }
+        std::tie(ec) = co_await execute(stm->truncate_states(), diag);
+        co_return std::tuple{ec, ec ? std::uint64_t{0} : *n};
+    }
+
+    op<std::vector<std::string>> state_ids_op(std::string glob, diagnostics* d) {
+        diagnostics local;
+        diagnostics& diag = d ? *d : local;
+        std::vector<std::string> ids;
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec, std::move(ids)};
+        auto [ec, found] = co_await rows(stmts_snapshot()->select_state_ids(glob), diag);
+        if (ec)
+            co_return std::tuple{ec, std::move(ids)};
+        ids.reserve(found.size());
+        for (auto& row : found) {
+            auto id = detail::string_field(row, "state_id");
+            if (!id) {
+                diag.message = "state_ids reply row has no state_id";
+                co_return std::tuple{make_error_code(errc::protocol_error), std::vector<std::string>{}};
+            }
+            ids.push_back(std::move(*id));
+        }
+        co_return std::tuple{error_code{}, std::move(ids)};
+    }
+
+    op<std::uint64_t> get_all_op(state_visitor visitor, diagnostics* d) {
+        diagnostics local;
+        diagnostics& diag = d ? *d : local;
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec, std::uint64_t{0}};
+        std::uint64_t count = 0;
+        detail::row_reader reader;
+        auto on_row = [&](json::object&& row) -> error_code {
+            state s;
+            auto id = detail::string_field(row, "state_id");
+            if (!id) {
+                diag.message = "get_all reply row has no state_id";
+                return make_error_code(errc::protocol_error);
+            }
+            s.state_id = std::move(*id);
+            if (auto ec = detail::parse_part(detail::string_field(row, "partial_state"), s.partial_state,
+                                             s.state_id, "partial_state", diag))
+                return ec;
+            if (auto ec = detail::parse_part(detail::string_field(row, "completed_state"), s.completed_state,
+                                             s.state_id, "completed_state", diag))
+                return ec;
+            ++count;
+            visitor(std::move(s));
+            return {};
+        };
+        auto [ec] = co_await execute(
+            stmts_snapshot()->select_all_states(),
+            [&](std::string_view chunk) { return reader.feed(chunk, on_row, diag); }, diag);
+        if (!ec)
+            ec = reader.finish(on_row, diag);
+        co_return std::tuple{ec, count};
+    }
+
+    op<> set_all_op(std::vector<state> states, diagnostics* d) {
+        diagnostics local;
+        diagnostics& diag = d ? *d : local;
+        for (const auto& s : states)
+            if (auto ec = check_id(s.state_id, diag))
+                co_return std::tuple{ec};
+        if (states.empty())
+            co_return std::tuple{error_code{}};
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec};
+        std::string body;
+        for (const auto& s : states) {
+            json::object row;
+            row["state_id"] = s.state_id;
+            auto partial = detail::serialize_part(s.partial_state);
+            auto completed = detail::serialize_part(s.completed_state);
+            row["partial_state"] = partial ? json::value(*partial) : json::value(nullptr);
+            row["completed_state"] = completed ? json::value(*completed) : json::value(nullptr);
+            body += json::serialize(row);
+            body += '\n';
+        }
+        co_return co_await execute(stmts_snapshot()->insert_states(std::move(body)), diag);
+    }
+
+    op<> copy_op(std::string src, std::string dst, bool then_clear, diagnostics* d) {
+        diagnostics local;
+        diagnostics& diag = d ? *d : local;
+        if (auto ec = check_id(dst, diag))
+            co_return std::tuple{ec};
+        auto [ec, found] = co_await get_impl(src, diag);
+        if (ec)
+            co_return std::tuple{ec};
+        if (!found) {
+            diag.message = "no state stored for \"" + src + "\"";
+            co_return std::tuple{make_error_code(errc::state_not_found)};
+        }
+        found->state_id = dst;
+        std::tie(ec) = co_await set_impl(*found, diag);
+        if (!ec && then_clear)
+            std::tie(ec) = co_await clear_impl(src, diag);
+        co_return std::tuple{ec};
+    }
+
+    op<state> merge_op(std::string src, std::string dst, diagnostics* d) {
+        diagnostics local;
+        diagnostics& diag = d ? *d : local;
+        if (auto ec = check_id(dst, diag))
+            co_return std::tuple{ec, state{}};
+        auto [ec, found] = co_await get_impl(src, diag);
+        if (ec)
+            co_return std::tuple{ec, state{}};
+        if (!found) {
+            diag.message = "no state stored for \"" + src + "\"";
+            co_return std::tuple{make_error_code(errc::state_not_found), state{}};
+        }
+        state incoming;
+        incoming.state_id = std::move(dst);
+        incoming.partial_state = found->merged();
+        co_return co_await update_impl(std::move(incoming), diag);
+    }
+
+    // -- the lock protocol (seed-compatible) --------------------------------------
+
+    op<lock_lease> acquire_op(std::string id, diagnostics* d) {
+        diagnostics local;
+        diagnostics& diag = d ? *d : local;
+        auto [ec, lock_id] = co_await acquire_impl(id, diag);
+        if (ec)
+            co_return std::tuple{ec, lock_lease{}};
+        co_return std::tuple{error_code{}, lock_lease(*this, std::move(id), std::move(lock_id))};
+    }
+
+    op<std::optional<std::string>> lock_holder(const std::string& id, diagnostics& diag) {
+        auto [ec, found] = co_await rows(stmts_snapshot()->select_lock_holder(id), diag);
+        if (ec || found.empty())
+            co_return std::tuple{ec, std::optional<std::string>{}};
+        co_return std::tuple{error_code{}, detail::string_field(found.front(), "lock_id")};
+    }
+
+    op<> wait(duration d) {
+        auto [ec] = co_await clock_.async_wait(ex_, d, use_tuple);
+        co_return std::tuple{ec};
+    }
+
+    /// 1. the holder is the smallest lock_id among the id's rows (FINAL);
+    /// 2. if held, delete rows older than the stale age (all ids), look again;
+    /// 3. if free, insert a candidate stamped with clock.now(), wait the
+    ///    settle time, read every candidate row (no FINAL): the smallest
+    ///    lock_id wins; a loser withdraws its row;
+    /// 4. otherwise wait the retry interval and repeat until the timeout.
+    op<std::string> acquire_impl(std::string id, diagnostics& diag) {
+        if (auto ec = check_id(id, diag))
+            co_return std::tuple{ec, std::string{}};
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec, std::string{}};
+        co_await asio::this_coro::throw_if_cancelled(false);
+        const lock_options& lo = options_.lock;
+        const time_point deadline = clock_.now() + lo.timeout;
+        for (;;) {
+            auto stm = stmts_snapshot();
+            auto [ec, holder] = co_await lock_holder(id, diag);
+            if (ec)
+                co_return std::tuple{ec, std::string{}};
+            if (holder) {
+                std::tie(ec) = co_await execute(stm->delete_stale_locks(clock_.now() - lo.stale_age), diag);
+                if (ec)
+                    co_return std::tuple{ec, std::string{}};
+                std::tie(ec, holder) = co_await lock_holder(id, diag);
+                if (ec)
+                    co_return std::tuple{ec, std::string{}};
+            }
+            if (!holder) {
+                std::string mine = detail::random_uuid();
+                std::tie(ec) = co_await execute(stm->insert_lock_candidate(id, mine, clock_.now()), diag);
+                if (ec)
+                    co_return std::tuple{ec, std::string{}};
+                auto [wait_ec] = co_await wait(lo.settle);
+                if (wait_ec) {
+                    co_await withdraw(id, mine);
+                    co_return std::tuple{wait_ec, std::string{}};
+                }
+                auto [cand_ec, candidates] = co_await rows(stm->select_lock_candidates(id), diag);
+                if (cand_ec) {
+                    co_await withdraw(id, mine);
+                    co_return std::tuple{cand_ec, std::string{}};
+                }
+                if (!candidates.empty() && detail::string_field(candidates.front(), "lock_id") == mine)
+                    co_return std::tuple{error_code{}, std::move(mine)};
+                std::tie(ec) = co_await execute(stm->delete_lock(id, mine), diag);
+                if (ec)
+                    co_return std::tuple{ec, std::string{}};
+            }
+            if (clock_.now() >= deadline) {
+                diag.message = "Could not acquire lock for state_id: " + id;
+                co_return std::tuple{make_error_code(errc::state_id_locked), std::string{}};
+            }
+            auto [wait_ec] = co_await wait(lo.retry_interval);
+            if (wait_ec)
+                co_return std::tuple{wait_ec, std::string{}};
+        }
+    }
+
+    /// Deletes our candidate row after a cancellation or failure; the
+    /// cancellation must not also cancel this cleanup.
+    asio::awaitable<void> withdraw(const std::string& id, const std::string& lock_id) {
+        co_await asio::this_coro::reset_cancellation_state();
+        diagnostics ignored;
+        co_await execute(stmts_snapshot()->delete_lock(id, lock_id), ignored);
+    }
+
+    op<> release_op(std::string id, std::string lock_id, diagnostics* d) {
+        diagnostics local;
+        co_return co_await release_impl(id, lock_id, d ? *d : local);
+    }
+
+    op<> release_impl(const std::string& id, const std::string& lock_id, diagnostics& diag) {
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec};
+        co_return co_await execute(stmts_snapshot()->delete_lock(id, lock_id), diag);
+    }
+
+    executor_type ex_;
+    Transport transport_;
+    store_options options_;
+    Clock clock_;
+    mutable std::mutex mutex_;
+    std::shared_ptr<const detail::statements> stmts_;
+};
+
+} // namespace chstate

@@ -1,0 +1,82 @@
+// chstate/transport.hpp — what the store asks of a transport.
+//
+// A transport executes one statement and streams back the result bytes. It
+// knows nothing of states, locks or versions: the store builds every
+// statement (detail/sql.hpp) and parses every reply (detail/rows.hpp).
+//
+// Transport concept. For a transport `t`:
+//
+//   t.get_executor()
+//       The executor the store runs its operations on by default.
+//
+//   t.async_execute(const statement& stmt, result_sink sink,
+//                   diagnostics& diag, CompletionToken&& token)
+//       Sends `stmt`; passes the reply body to `sink` in one or more chunks,
+//       in order; completes with void(error_code). On failure the code is
+//       a chstate::errc (connection_failed, timeout, protocol_error, …) or a
+//       ClickHouse error (category clickhouse_category(), value = the
+//       server's code), and `diag.message` holds the server's message
+//       (never credentials). If `sink` returns an error the statement is
+//       abandoned and the operation completes with that error.
+//       `stmt`, `sink` and `diag` must stay valid until completion.
+//       The handler runs on its associated executor; per-operation
+//       cancellation is honoured where the transport can (documented per
+//       transport).
+//
+// Implementations: chdb_transport (transport/chdb.hpp, the embedded engine),
+// http_transport (transport/http.hpp), simulated_transport
+// (transport/simulated.hpp).
+#pragma once
+
+#include <chstate/error.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <concepts>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chstate {
+
+namespace asio = boost::asio;
+
+/// A named query parameter, written `{name:Type}` in the statement text.
+/// A disengaged value is SQL NULL (for Nullable types).
+struct parameter {
+    std::string name;
+    std::string type;
+    std::optional<std::string> value;
+};
+
+/// One statement, ready for a transport.
+struct statement {
+    /// SQL text; values appear only as {name:Type} placeholders, or already
+    /// quoted as literals for servers without query parameters.
+    std::string sql;
+    /// Bound values for the placeholders.
+    std::vector<parameter> parameters;
+    /// Output format the reply is read in ("JSONEachRow", "TabSeparated"); empty: none.
+    std::string format;
+    /// Rows sent after the statement text, in the format the text names
+    /// (INSERT … FORMAT JSONEachRow). Empty for most statements.
+    std::string data;
+    /// True when sending the statement twice does the same as once, so a
+    /// transport may resend it after a failure on a reused connection.
+    bool idempotent = false;
+};
+
+/// Receives reply bytes. Return a non-zero error_code to abandon the statement.
+using result_sink = std::function<error_code(std::string_view chunk)>;
+
+/// See the header comment.
+template <class T>
+concept transport = requires(T& t, const statement& s, result_sink sink, diagnostics& d) {
+    { t.get_executor() } -> std::convertible_to<asio::any_io_executor>;
+    t.async_execute(s, sink, d, asio::deferred);
+};
+
+} // namespace chstate

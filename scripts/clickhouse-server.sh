@@ -1,0 +1,362 @@
+#!/usr/bin/env bash
+# Run Debian's clickhouse-server (18.16) as a private test instance in DIR.
+#
+# Usage: scripts/clickhouse-server.sh start|stop|restart|status|env DIR
+#   start    copy+rewrite config into DIR, pick free 127.0.0.1 ports, start the
+#            server in the background, wait until it answers SELECT version()
+#            (60 s at most), write DIR/env. A running instance is left alone;
+#            an existing DIR keeps its data, password and (if still free) ports.
+#   stop     TERM the server (KILL after 10 s); fine if it is not running.
+#   restart  stop, then start again on the SAME ports with the same password.
+#   status   exit 0 if the server runs and answers, 1 otherwise.
+#   env      print DIR/env (shell exports for the tests; never the password).
+#
+# Files in DIR: config.xml users.xml metrika.xml password(0600) env ports
+#   clickhouse-server.pid data/ log/{clickhouse-server.log,.err.log,stdout.log}
+# Extra server config can be dropped in DIR/config.d/*.xml (read by the server).
+set -euo pipefail
+
+BIN=${CLICKHOUSE_SERVER_BIN:-/usr/sbin/clickhouse-server}
+ETC=/etc/clickhouse-server
+USER_NAME=chstate
+START_TIMEOUT=${CHSTATE_SERVER_START_TIMEOUT:-60}
+STOP_TIMEOUT=10
+
+me=clickhouse-server.sh
+die() { echo "$me: error: $*" >&2; exit 1; }
+usage() { echo "usage: $me start|stop|restart|status|env DIR" >&2; exit 2; }
+
+(($# == 2)) || usage
+cmd=$1
+case $cmd in start|stop|restart|status|env) ;; *) usage ;; esac
+[[ -n $2 ]] || usage
+
+# The directory goes into XML and sed expressions: keep it to a safe alphabet.
+[[ $2 =~ ^[A-Za-z0-9._/+@:-]+$ ]] \
+  || die "DIR '$2' may only contain letters, digits and . _ / + @ : -"
+
+if [[ $cmd == env || $cmd == status || $cmd == stop ]]; then
+  [[ -d $2 ]] || { [[ $cmd == stop ]] && { echo "$me: $2 does not exist; nothing to stop"; exit 0; }
+                   die "$2 does not exist (run: $me start $2)"; }
+fi
+mkdir -p "$2"
+DIR=$(cd "$2" && pwd -P)
+
+PIDFILE=$DIR/clickhouse-server.pid
+PWFILE=$DIR/password
+PORTSFILE=$DIR/ports
+ENVFILE=$DIR/env
+LOGDIR=$DIR/log
+DATADIR=$DIR/data
+
+now_ms() { local t; t=$(date +%s%N); echo $((t / 1000000)); }
+
+# --- process handling -------------------------------------------------------
+
+# Our server's command line contains exactly this argument. The pattern is fed
+# to grep through a file so grep's own command line never matches it.
+pattern_file() { printf -- '--config-file=%s/config.xml\n' "$DIR"; }
+
+# Is PID a clickhouse-server started with this DIR's config?
+is_our_server() {
+  local pid=$1
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  grep -qsaF -f <(pattern_file) "/proc/$pid/cmdline"
+}
+
+# PIDs of our server: found by a scan of /proc for the exact --config-file of
+# this DIR (so a lost or stale pid file does not matter).
+server_pids() {
+  local f pid
+  { grep -lsaF -f <(pattern_file) /proc/[0-9]*/cmdline || true; } | while read -r f; do
+    pid=${f#/proc/}; pid=${pid%/cmdline}
+    [[ $pid == "$BASHPID" ]] || echo "$pid"
+  done
+}
+
+stop_server() {
+  local pids deadline
+  mapfile -t pids < <(server_pids)
+  if ((${#pids[@]} == 0)); then
+    rm -f "$PIDFILE"
+    return 1
+  fi
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  deadline=$(($(now_ms) + STOP_TIMEOUT * 1000))
+  while (($(now_ms) < deadline)); do
+    mapfile -t pids < <(server_pids)
+    ((${#pids[@]} == 0)) && break
+    sleep 0.1
+  done
+  if ((${#pids[@]} > 0)); then
+    echo "$me: server did not stop within ${STOP_TIMEOUT}s after TERM; sending KILL" >&2
+    kill -KILL "${pids[@]}" 2>/dev/null || true
+    deadline=$(($(now_ms) + 5000))
+    while (($(now_ms) < deadline)); do
+      mapfile -t pids < <(server_pids)
+      ((${#pids[@]} == 0)) && break
+      sleep 0.1
+    done
+    ((${#pids[@]} == 0)) || die "server pid(s) ${pids[*]} still alive after KILL"
+  fi
+  rm -f "$PIDFILE"
+  return 0
+}
+
+# --- HTTP -------------------------------------------------------------------
+
+# query_version PORT -> prints the version, returns non-zero if no answer.
+# The password goes to curl through a config on stdin, never on a command line.
+query_version() {
+  local port=$1 pw
+  pw=$(<"$PWFILE")
+  printf 'user = "%s:%s"\n' "$USER_NAME" "$pw" \
+    | curl -sf --max-time 2 -K - --data-binary 'SELECT version()' \
+        "http://127.0.0.1:$port/" 2>/dev/null
+}
+
+# --- ports ------------------------------------------------------------------
+
+# Every TCP port some local socket is bound to (any state but TIME_WAIT).
+used_ports() {
+  local f
+  for f in /proc/net/tcp /proc/net/tcp6; do
+    [[ -r $f ]] || continue
+    awk 'function hex(s,  i, n) { n = 0
+           for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789ABCDEF", toupper(substr(s, i, 1))) - 1
+           return n }
+         NR > 1 && $4 != "06" { split($2, a, ":"); print hex(a[2]) }' "$f"
+  done
+}
+
+port_is_free() {
+  local port=$1
+  ! used_ports | grep -qx "$port"
+}
+
+# Three distinct free ports in 20000-31999 (below Linux's ephemeral range).
+pick_ports() {
+  local used p tries=0
+  local -a picked=()
+  used=" $(used_ports | tr '\n' ' ') "
+  while ((${#picked[@]} < 3)); do
+    ((++tries < 1000)) || die "could not find 3 free ports in 20000-31999"
+    p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+    [[ $used == *" $p "* ]] && continue
+    [[ " ${picked[*]} " == *" $p "* ]] && continue
+    picked+=("$p")
+  done
+  HTTP_PORT=${picked[0]} TCP_PORT=${picked[1]} INTERSERVER_PORT=${picked[2]}
+}
+
+load_ports() {
+  [[ -s $PORTSFILE ]] || return 1
+  HTTP_PORT=$(sed -n 's/^HTTP_PORT=\([0-9]*\)$/\1/p' "$PORTSFILE")
+  TCP_PORT=$(sed -n 's/^TCP_PORT=\([0-9]*\)$/\1/p' "$PORTSFILE")
+  INTERSERVER_PORT=$(sed -n 's/^INTERSERVER_PORT=\([0-9]*\)$/\1/p' "$PORTSFILE")
+  [[ -n $HTTP_PORT && -n $TCP_PORT && -n $INTERSERVER_PORT ]]
+}
+
+# --- config -----------------------------------------------------------------
+
+write_config() {
+  local src=$ETC/config.xml tmp=$DIR/config.xml.tmp n
+  [[ -r $src ]] || die "$src not found (run scripts/install-deps.sh)"
+  sed -e "s#/var/lib/clickhouse/#$DATADIR/#g" \
+      -e "s#/var/log/clickhouse-server/#$LOGDIR/#g" \
+      -e "s#<http_port>[0-9]*</http_port>#<http_port>$HTTP_PORT</http_port>#" \
+      -e "s#<tcp_port>[0-9]*</tcp_port>#<tcp_port>$TCP_PORT</tcp_port>#" \
+      -e "s#<interserver_http_port>[0-9]*</interserver_http_port>#<interserver_http_port>$INTERSERVER_PORT</interserver_http_port>#" \
+      -e "/<https_port>.*<\/https_port>/d" \
+      -e "/<tcp_port_secure>.*<\/tcp_port_secure>/d" \
+      -e "/<listen_host>.*<\/listen_host>/d" \
+      -e "/<interserver_http_host>.*<\/interserver_http_host>/d" \
+      -e "s#<port>9000</port>#<port>$TCP_PORT</port>#g" \
+      -e "s#^\([[:space:]]*\)<http_port>\(.*\)\$#\1<http_port>\2\n\1<listen_host>127.0.0.1</listen_host>\n\1<interserver_http_host>127.0.0.1</interserver_http_host>\n\1<include_from>$DIR/metrika.xml</include_from>#" \
+      "$src" >"$tmp"
+  # Check that every rewrite took (the template may differ on another release).
+  ! grep -q -e '/var/lib/clickhouse' -e '/var/log/clickhouse-server' "$tmp" \
+    || die "config still mentions /var/lib/clickhouse or /var/log/clickhouse-server"
+  for n in "http_port>$HTTP_PORT<" "tcp_port>$TCP_PORT<" \
+           "interserver_http_port>$INTERSERVER_PORT<" "listen_host>127.0.0.1<"; do
+    [[ $(grep -c "<$n" "$tmp") == 1 ]] || die "rewriting $src failed (<$n not found once)"
+  done
+  mv -f "$tmp" "$DIR/config.xml"
+  # The server insists the include_from file exists. Our own (empty) one keeps a
+  # system-wide /etc/metrika.xml out of this private instance.
+  [[ -e $DIR/metrika.xml ]] || printf '<?xml version="1.0"?>\n<yandex>\n</yandex>\n' >"$DIR/metrika.xml"
+}
+
+write_users() {
+  local src=$ETC/users.xml tmp=$DIR/users.xml.tmp hash
+  [[ -r $src ]] || die "$src not found (run scripts/install-deps.sh)"
+  hash=$(sha256sum <"$PWFILE" | cut -d' ' -f1)
+  (
+    umask 077
+    awk -v user="$USER_NAME" -v hash="$hash" '
+      /<\/users>/ && !done {
+        print "        <" user ">"
+        print "            <password_sha256_hex>" hash "</password_sha256_hex>"
+        print "            <networks>"
+        print "                <ip>127.0.0.1</ip>"
+        print "                <ip>::1</ip>"
+        print "            </networks>"
+        print "            <profile>default</profile>"
+        print "            <quota>default</quota>"
+        print "        </" user ">"
+        done = 1
+      }
+      { print }
+      END { if (!done) exit 1 }' "$src" >"$tmp"
+  ) || die "could not add user $USER_NAME to users.xml (no </users> in $src?)"
+  mv -f "$tmp" "$DIR/users.xml"
+}
+
+ensure_password() {
+  if [[ ! -s $PWFILE ]]; then
+    # 32 hex characters, no trailing newline.
+    (umask 077; od -An -tx1 -N16 /dev/urandom | tr -d ' \n' >"$PWFILE.tmp")
+    mv -f "$PWFILE.tmp" "$PWFILE"
+  fi
+  chmod 600 "$PWFILE"
+}
+
+write_env() {
+  {
+    printf 'export CHSTATE_TEST_HTTP_HOST=127.0.0.1\n'
+    printf 'export CHSTATE_TEST_HTTP_PORT=%s\n' "$HTTP_PORT"
+    printf 'export CHSTATE_TEST_HTTP_USER=%s\n' "$USER_NAME"
+    printf 'export CHSTATE_TEST_HTTP_PASSWORD_FILE=%s\n' "$PWFILE"
+    printf 'export CHSTATE_TEST_TCP_PORT=%s\n' "$TCP_PORT"
+    printf 'export CHSTATE_TEST_SERVER_DIR=%s\n' "$DIR"
+  } >"$ENVFILE.tmp"
+  mv -f "$ENVFILE.tmp" "$ENVFILE"
+}
+
+show_logs() {
+  local f
+  for f in "$LOGDIR/clickhouse-server.err.log" "$LOGDIR/stdout.log"; do
+    if [[ -s $f ]]; then
+      echo "---- tail of $f ----" >&2
+      tail -n 25 "$f" >&2
+    fi
+  done
+}
+
+# launch_and_wait: 0 = answering, 1 = failed, 2 = failed because a port was taken.
+launch_and_wait() {
+  local pid deadline
+  write_config
+  write_users
+  mkdir -p "$DATADIR" "$LOGDIR"
+  : >"$LOGDIR/clickhouse-server.err.log"
+  # setsid: own session, so the server survives the caller's terminal/job
+  # control; in a script the background child is no group leader, so setsid
+  # execs in place and $! is the server's pid.
+  # 9>&-: the server must not inherit (and so hold) our lock on DIR/.lock.
+  setsid nohup "$BIN" --config-file="$DIR/config.xml" \
+    </dev/null >"$LOGDIR/stdout.log" 2>&1 9>&- &
+  pid=$!
+  disown "$pid"   # no "Killed" job notices from bash; bash still reaps it
+  echo "$pid" >"$PIDFILE"
+  deadline=$(($(now_ms) + START_TIMEOUT * 1000))
+  while (($(now_ms) < deadline)); do
+    if VERSION=$(query_version "$HTTP_PORT"); then
+      is_our_server "$pid" || { echo "$me: port $HTTP_PORT answers but server pid $pid is gone" >&2; return 1; }
+      return 0
+    fi
+    if ! is_our_server "$pid"; then
+      rm -f "$PIDFILE"
+      if grep -qs -e 'Address already in use' "$LOGDIR/clickhouse-server.err.log" "$LOGDIR/stdout.log"; then
+        return 2
+      fi
+      echo "$me: clickhouse-server exited during startup" >&2
+      show_logs
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo "$me: clickhouse-server did not answer 'SELECT version()' on 127.0.0.1:$HTTP_PORT within ${START_TIMEOUT}s" >&2
+  show_logs
+  stop_server || true
+  return 1
+}
+
+do_start() {
+  local fixed_ports=$1 verb=$2 t0 rc attempt
+  [[ -x $BIN ]] || die "$BIN not found (run scripts/install-deps.sh)"
+  command -v curl >/dev/null 2>&1 || die "curl not found (run scripts/install-deps.sh)"
+  t0=$(now_ms)
+
+  if [[ -n $(server_pids) ]]; then
+    load_ports || die "server running in $DIR but $PORTSFILE is missing; stop it first"
+    if VERSION=$(query_version "$HTTP_PORT"); then
+      [[ -s $ENVFILE ]] || write_env
+      echo "$me: already running in $DIR (http 127.0.0.1:$HTTP_PORT, pid $(server_pids | head -n1))"
+      return 0
+    fi
+    die "a server for $DIR is running but does not answer on 127.0.0.1:$HTTP_PORT; run '$me stop $DIR'"
+  fi
+
+  ensure_password
+  if ((fixed_ports)); then
+    load_ports || die "no saved ports in $PORTSFILE to restart on"
+  elif ! load_ports || ! port_is_free "$HTTP_PORT" || ! port_is_free "$TCP_PORT" \
+       || ! port_is_free "$INTERSERVER_PORT"; then
+    pick_ports
+  fi
+
+  for attempt in 1 2 3 4 5; do
+    printf 'HTTP_PORT=%s\nTCP_PORT=%s\nINTERSERVER_PORT=%s\n' \
+      "$HTTP_PORT" "$TCP_PORT" "$INTERSERVER_PORT" >"$PORTSFILE"
+    rc=0
+    launch_and_wait || rc=$?
+    ((rc == 0)) && break
+    if ((rc == 2)) && ! ((fixed_ports)) && ((attempt < 5)); then
+      pick_ports   # lost a race for a port: try others
+      continue
+    fi
+    ((rc == 2)) && { show_logs; die "port already in use (http $HTTP_PORT, tcp $TCP_PORT, interserver $INTERSERVER_PORT)"; }
+    exit 1
+  done
+
+  write_env
+  echo "$me: clickhouse-server $VERSION $verb in $DIR (http 127.0.0.1:$HTTP_PORT, pid $(<"$PIDFILE"), $(($(now_ms) - t0)) ms)"
+}
+
+lock() {
+  exec 9>"$DIR/.lock"
+  flock -w 120 9 || die "timed out waiting for the lock on $DIR/.lock"
+}
+
+case $cmd in
+  start)
+    lock
+    do_start 0 started
+    ;;
+  restart)
+    lock
+    stop_server || true
+    if load_ports; then do_start 1 restarted; else do_start 0 started; fi
+    ;;
+  stop)
+    lock
+    if stop_server; then
+      echo "$me: stopped server in $DIR"
+    else
+      echo "$me: no server running in $DIR"
+    fi
+    ;;
+  status)
+    if [[ -n $(server_pids) ]] && load_ports && VERSION=$(query_version "$HTTP_PORT"); then
+      echo "$me: running in $DIR (clickhouse-server $VERSION, http 127.0.0.1:$HTTP_PORT)"
+    else
+      echo "$me: not running in $DIR"
+      exit 1
+    fi
+    ;;
+  env)
+    [[ -s $ENVFILE ]] || die "$ENVFILE not found (run: $me start $DIR)"
+    cat "$ENVFILE"
+    ;;
+esac
