@@ -1,0 +1,91 @@
+// What the store adds on top of the engine: the same statements sent raw
+// through the same transport are the floor, measured in the same run.
+// Prints medians and the ratio store/raw for get and set. Machines here are
+// shared and noisy: read the ratios, not the absolute times.
+//
+//   store_overhead [iterations]
+#include <chstate/chstate.hpp>
+#include <chstate/detail/statements.hpp>
+
+#include <boost/asio/use_future.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
+#include <vector>
+
+namespace asio = boost::asio;
+using namespace chstate;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+double median_us(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+template <class F>
+std::vector<double> measure(int n, F&& f) {
+    std::vector<double> out;
+    out.reserve(n);
+    for (int i = 0; i < n; ++i) {
+        auto t0 = clock_type::now();
+        f(i);
+        out.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
+    }
+    return out;
+}
+
+void raw(chdb_transport& t, const statement& s) {
+    diagnostics diag;
+    t.async_execute(s, [](std::string_view) { return error_code{}; }, diag, asio::use_future).get();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const int n = argc > 1 ? std::atoi(argv[1]) : 300;
+    auto dir = std::filesystem::temp_directory_path() / ("chstate-bench-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    chdb_transport transport({.path = dir.string()});
+    store_options options;
+    options.schema = "bench";
+    embedded_state_store store(transport, options);
+    store.ensure_schema();
+
+    state s{"dev:bench", json::object{{"bookmarks", json::object{{"t", 1}}}}, json::object{{"done", true}}};
+    store.set(s);
+    detail::statements st(detail::table_names("bench", "state"), detail::server_features::from_version("26.5"));
+    const auto select = st.select_state("dev:bench");
+    const auto insert = st.insert_state("dev:bench", detail::serialize_part(s.partial_state),
+                                        detail::serialize_part(s.completed_state));
+
+    // Warm up both paths, then interleave the measurements in rounds so a
+    // burst of noise hits both alike.
+    for (int i = 0; i < 20; ++i) {
+        store.get("dev:bench");
+        raw(transport, select);
+    }
+    std::vector<double> store_get, raw_get, store_set, raw_set;
+    for (int round = 0; round < 5; ++round) {
+        auto a = measure(n / 5, [&](int) { store.get("dev:bench"); });
+        auto b = measure(n / 5, [&](int) { raw(transport, select); });
+        auto c = measure(n / 5, [&](int) { store.set(s); });
+        auto d = measure(n / 5, [&](int) { raw(transport, insert); });
+        store_get.insert(store_get.end(), a.begin(), a.end());
+        raw_get.insert(raw_get.end(), b.begin(), b.end());
+        store_set.insert(store_set.end(), c.begin(), c.end());
+        raw_set.insert(raw_set.end(), d.begin(), d.end());
+    }
+    auto report = [](const char* what, const std::vector<double>& ours, const std::vector<double>& floor) {
+        double m = median_us(ours), f = median_us(floor);
+        std::printf("%-4s store median %8.1f us | raw statement median %8.1f us | ratio %.2f\n", what, m, f, m / f);
+    };
+    std::printf("store_overhead: chDB embedded, %d iterations each\n", n);
+    report("get", store_get, raw_get);
+    report("set", store_set, raw_set);
+    std::filesystem::remove_all(dir);
+}

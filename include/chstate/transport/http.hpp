@@ -1,0 +1,708 @@
+// chstate/transport/http.hpp — ClickHouse's HTTP interface over Boost.Beast.
+//
+//   asio::thread_pool threads(2);
+//   chstate::http_transport http(threads.get_executor(),
+//                                {.host = "127.0.0.1", .port = 8123, .user = "u", .password = "p"});
+//   chstate::basic_state_store<chstate::http_transport> store(http);
+//
+// Each statement is one `POST /` (HTTP/1.1) whose body is the statement text
+// (followed by "\n" and stmt.data for INSERT … FORMAT …). URL parameters:
+// `database`, `default_format` (= stmt.format), `param_<name>` (TSV-escaped
+// values, detail::escape_parameter_value), and `wait_end_of_query=1` when
+// http_options::wait_end_of_query is set. Authentication is exactly one
+// method: the X-ClickHouse-User / X-ClickHouse-Key headers.
+//
+// Connections. A bounded pool (http_options::pool_size) of kept-alive
+// connections is shared by every copy of a transport and by concurrent
+// operations; an operation waits for a free slot when all are busy. A
+// connection is not reused once it has been idle for longer than the
+// server's `Keep-Alive: timeout=N` minus idle_close_margin, nor when the
+// peer has already closed it. A request that fails on a reused connection
+// before any response byte arrived is retried once on a fresh connection,
+// only when stmt.idempotent.
+//
+// Replies stream into the sink in chunks of at most 64 KiB; only a tail of
+// up to 16 KiB is held back until the body is complete, because an old
+// server (before 24.11) reports an exception that happens after status 200
+// by appending "Code: N, e.displayText() = DB::Exception: …" (or, 25.1+,
+// a `__exception__` block) to the data. Such a body completes with the
+// ClickHouse code (or errc::truncated_response), as does a chunked body
+// that ends early: never as data.
+//
+// Errors: a non-200 status → make_clickhouse_error(code) from
+// X-ClickHouse-Exception-Code or the body's "Code: N", message in diag;
+// no route / refused / reset → errc::connection_failed; a connect or
+// request timeout → errc::timeout. The password never appears in diag.
+//
+// Cancellation: the handler's cancellation slot (any type) closes the
+// operation's connection and completes with asio::error::operation_aborted.
+//
+// TLS (secure = true): Boost.Asio SSL over OpenSSL, peer and host-name
+// verification on; ca_file adds a CA bundle (otherwise the system's default
+// paths). Define CHSTATE_NO_TLS to build without OpenSSL (secure = true
+// then fails with errc::unsupported). With BOOST_ASIO_SEPARATE_COMPILATION
+// one translation unit must include <boost/asio/ssl/impl/src.hpp>.
+#pragma once
+
+#include <chstate/detail/server_error.hpp>
+#include <chstate/detail/sql.hpp>
+#include <chstate/error.hpp>
+#include <chstate/transport.hpp>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#ifndef CHSTATE_NO_TLS
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <openssl/ssl.h>
+#endif
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace chstate {
+
+/// Settings of an http_transport.
+struct http_options {
+    std::string host = "localhost";
+    std::uint16_t port = 8123;
+    /// `database` URL parameter; empty: the user's default database.
+    std::string database;
+    std::string user = "default";
+    std::string password;
+    /// HTTPS with certificate and host-name verification.
+    bool secure = false;
+    /// Extra CA bundle (PEM) for secure connections; empty: system defaults.
+    std::string ca_file;
+    /// Connections open at once (in use or idle), shared by all operations.
+    std::size_t pool_size = 4;
+    /// Resolve + connect (+ TLS handshake) limit.
+    std::chrono::milliseconds connect_timeout{10'000};
+    /// Limit for sending a request and reading its whole reply, including
+    /// any wait for a free pool slot.
+    std::chrono::milliseconds request_timeout{300'000};
+    /// An idle connection is not reused once idle for keep-alive − margin.
+    std::chrono::milliseconds idle_close_margin{1'000};
+    /// Keep-alive assumed when the server does not advertise one.
+    std::chrono::milliseconds default_keep_alive{3'000};
+    /// Send wait_end_of_query=1 (the server buffers the reply; its status
+    /// is then trustworthy). Accepted by 18.16 and later.
+    bool wait_end_of_query = false;
+};
+
+namespace detail {
+
+namespace http = boost::beast::http;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
+/// Percent-encodes everything but RFC 3986 unreserved characters (so '+'
+/// is never read as a space by the server's form decoder).
+inline void append_url_encoded(std::string& out, std::string_view v) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    for (unsigned char c : v) {
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+            c == '.' || c == '_' || c == '~') {
+            out += static_cast<char>(c);
+        } else {
+            out += '%';
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+}
+
+/// The `timeout=N` of a Keep-Alive header, if any.
+inline std::optional<std::chrono::milliseconds> keep_alive_timeout(std::string_view header) {
+    auto pos = header.find("timeout=");
+    if (pos == std::string_view::npos)
+        return std::nullopt;
+    header.remove_prefix(pos + 8);
+    long n = 0;
+    auto [p, ec] = std::from_chars(header.data(), header.data() + header.size(), n);
+    if (ec != std::errc{} || n < 0)
+        return std::nullopt;
+    return std::chrono::seconds(n);
+}
+
+/// Where a body that claims success carries an exception: the offset of
+/// the exception text in `tail`, or npos.
+inline std::size_t find_body_exception(std::string_view tail) {
+    if (auto marker = tail.find("__exception__"); marker != std::string_view::npos)
+        return marker;
+    std::size_t pos = tail.size();
+    while (pos > 0) {
+        pos = tail.rfind("Code: ", pos - 1);
+        if (pos == std::string_view::npos)
+            return std::string_view::npos;
+        if ((pos == 0 || tail[pos - 1] == '\n') && exception_code(tail.substr(pos)) &&
+            tail.find("DB::Exception", pos) != std::string_view::npos)
+            return pos;
+        if (pos == 0)
+            break;
+    }
+    return std::string_view::npos;
+}
+
+/// One kept-alive connection.
+struct http_connection {
+    explicit http_connection(const asio::any_io_executor& ex) : socket(ex) {}
+    tcp::socket socket;
+#ifndef CHSTATE_NO_TLS
+    std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
+#endif
+    beast::flat_buffer buffer;
+    std::chrono::steady_clock::time_point idle_since{};
+    std::chrono::milliseconds keep_alive{3000};
+    std::size_t requests = 0;
+
+    void close() {
+        error_code ignored;
+        socket.shutdown(tcp::socket::shutdown_both, ignored);
+        socket.close(ignored);
+    }
+
+    /// False when the peer already closed it (or sent something unasked).
+    bool looks_alive() {
+        if (!socket.is_open())
+            return false;
+        char c;
+        ssize_t n = ::recv(socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+};
+
+/// The pool shared by copies of one http_transport.
+struct http_pool {
+    struct waiter {
+        explicit waiter(const asio::any_io_executor& ex) : timer(ex) {}
+        asio::steady_timer timer;
+        bool notified = false;
+        asio::any_io_executor ex;
+    };
+
+    http_pool(asio::any_io_executor e, http_options o) : ex(std::move(e)), options(std::move(o)) {
+        if (options.pool_size == 0)
+            options.pool_size = 1;
+    }
+
+    asio::any_io_executor ex;
+    http_options options;
+#ifndef CHSTATE_NO_TLS
+    std::unique_ptr<asio::ssl::context> tls_context;
+    error_code tls_error;
+    std::string tls_error_text;
+#endif
+
+    std::mutex mutex;
+    std::vector<std::unique_ptr<http_connection>> idle;
+    std::deque<std::shared_ptr<waiter>> waiters;
+    std::size_t open = 0;      ///< slots taken: connections in use, being opened, or idle
+    std::size_t peak_open = 0; ///< the largest `open` ever seen
+    std::atomic<std::size_t> connections_opened{0};
+
+    /// Takes a slot: a live idle connection, or an empty slot (nullptr, to
+    /// be connected by the caller); false when every slot is taken.
+    bool try_take(std::unique_ptr<http_connection>& out) {
+        std::lock_guard lk(mutex);
+        const auto now = std::chrono::steady_clock::now();
+        while (!idle.empty()) {
+            auto c = std::move(idle.back());
+            idle.pop_back();
+            auto limit = c->keep_alive - options.idle_close_margin;
+            if (now - c->idle_since < limit && c->looks_alive()) {
+                out = std::move(c);
+                return true;
+            }
+            c->close();
+            --open;
+        }
+        if (open < options.pool_size) {
+            ++open;
+            peak_open = std::max(peak_open, open);
+            out.reset();
+            return true;
+        }
+        return false;
+    }
+
+    void wake_one_locked() {
+        while (!waiters.empty()) {
+            auto w = std::move(waiters.front());
+            waiters.pop_front();
+            asio::post(w->ex, [w] {
+                w->notified = true;
+                w->timer.cancel();
+            });
+            return;
+        }
+    }
+
+    /// Returns a slot: with a reusable connection, or freed.
+    void give_back(std::unique_ptr<http_connection> c) {
+        std::lock_guard lk(mutex);
+        if (c) {
+            c->idle_since = std::chrono::steady_clock::now();
+            idle.push_back(std::move(c));
+        } else {
+            --open;
+        }
+        wake_one_locked();
+    }
+};
+
+/// The state of one operation, shared with its timers and cancel handler.
+struct http_op_state {
+    explicit http_op_state(asio::any_io_executor s) : strand(s), watchdog(s), resolver(s) {}
+    asio::any_io_executor strand;
+    asio::steady_timer watchdog;
+    tcp::resolver resolver;
+    http_connection* conn = nullptr;
+    std::shared_ptr<http_pool::waiter> waiting;
+    bool cancelled = false;
+    bool timed_out = false;
+
+    void interrupt() {
+        resolver.cancel();
+        if (conn)
+            conn->close();
+        if (waiting)
+            waiting->timer.cancel();
+    }
+
+    /// Arms the watchdog: on expiry the current step is interrupted.
+    void arm(std::chrono::milliseconds d, const std::shared_ptr<http_op_state>& self) {
+        watchdog.expires_after(d);
+        watchdog.async_wait([w = std::weak_ptr<http_op_state>(self)](error_code ec) {
+            if (ec)
+                return;
+            if (auto s = w.lock()) {
+                s->timed_out = true;
+                s->interrupt();
+            }
+        });
+    }
+};
+
+} // namespace detail
+
+/// Transport over ClickHouse's HTTP interface. Cheap to copy: copies share
+/// the connection pool. See the header comment.
+class http_transport {
+public:
+    using executor_type = asio::any_io_executor;
+
+    /// Operations run on strands of `ex`; a thread must run it.
+    http_transport(executor_type ex, http_options options)
+        : pool_(std::make_shared<detail::http_pool>(std::move(ex), std::move(options))) {
+#ifndef CHSTATE_NO_TLS
+        if (pool_->options.secure) {
+            try {
+                auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+                ctx->set_verify_mode(asio::ssl::verify_peer);
+                if (pool_->options.ca_file.empty())
+                    ctx->set_default_verify_paths();
+                else
+                    ctx->load_verify_file(pool_->options.ca_file);
+                pool_->tls_context = std::move(ctx);
+            } catch (const boost::system::system_error& e) {
+                pool_->tls_error = make_error_code(errc::invalid_configuration);
+                pool_->tls_error_text = std::string("TLS setup failed: ") + e.what();
+            }
+        }
+#endif
+    }
+
+    executor_type get_executor() const noexcept { return pool_->ex; }
+    const http_options& options() const noexcept { return pool_->options; }
+
+    /// Pool figures (for tests and monitoring).
+    std::size_t pool_peak() const {
+        std::lock_guard lk(pool_->mutex);
+        return pool_->peak_open;
+    }
+    std::size_t pool_open() const {
+        std::lock_guard lk(pool_->mutex);
+        return pool_->open;
+    }
+    std::size_t connections_opened() const noexcept { return pool_->connections_opened.load(); }
+
+    template <class CompletionToken>
+    auto async_execute(const statement& stmt, result_sink sink, diagnostics& diag, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [pool = pool_](auto handler, const statement* stmt, result_sink sink, diagnostics* diag) {
+                auto strand = asio::any_io_executor(asio::make_strand(pool->ex));
+                auto st = std::make_shared<detail::http_op_state>(strand);
+                auto slot = asio::get_associated_cancellation_slot(handler);
+                if (slot.is_connected()) {
+                    slot.assign([w = std::weak_ptr<detail::http_op_state>(st)](asio::cancellation_type) {
+                        if (auto s = w.lock())
+                            asio::post(s->strand, [s] {
+                                s->cancelled = true;
+                                s->interrupt();
+                            });
+                    });
+                }
+                auto work = asio::make_work_guard(asio::get_associated_executor(handler, pool->ex));
+                asio::co_spawn(strand, run(pool, st, stmt, std::move(sink), diag),
+                               [h = std::move(handler), work = std::move(work), st](std::exception_ptr e,
+                                                                                     error_code ec) mutable {
+                                   if (e)
+                                       std::rethrow_exception(e);
+                                   auto slot = asio::get_associated_cancellation_slot(h);
+                                   if (slot.is_connected())
+                                       slot.clear();
+                                   st->watchdog.cancel();
+                                   auto ex = work.get_executor();
+                                   work.reset();
+                                   asio::dispatch(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+                               });
+            },
+            token, &stmt, std::move(sink), &diag);
+    }
+
+private:
+    using pool_ptr = std::shared_ptr<detail::http_pool>;
+    using state_ptr = std::shared_ptr<detail::http_op_state>;
+    static constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
+
+    static std::string target(const http_options& o, const statement& stmt) {
+        std::string t = "/?";
+        auto add = [&](std::string_view name, std::string_view value) {
+            if (t.size() > 2)
+                t += '&';
+            detail::append_url_encoded(t, name);
+            t += '=';
+            detail::append_url_encoded(t, value);
+        };
+        if (!o.database.empty())
+            add("database", o.database);
+        if (!stmt.format.empty())
+            add("default_format", stmt.format);
+        if (o.wait_end_of_query)
+            add("wait_end_of_query", "1");
+        for (const auto& p : stmt.parameters)
+            add("param_" + p.name, detail::escape_parameter_value(p.value));
+        if (t.size() == 2)
+            t.pop_back();
+        return t;
+    }
+
+    static error_code fail_or_interrupt(const state_ptr& st, error_code fallback, diagnostics& diag,
+                                        std::string what) {
+        if (st->cancelled) {
+            diag.message = "operation cancelled";
+            return asio::error::operation_aborted;
+        }
+        if (st->timed_out) {
+            diag.message = what + ": timed out";
+            return make_error_code(errc::timeout);
+        }
+        diag.message = std::move(what);
+        return fallback;
+    }
+
+    /// Opens a connection (resolve, connect, TLS handshake) under the connect timeout.
+    static asio::awaitable<error_code> connect(const pool_ptr& pool, const state_ptr& st,
+                                               std::unique_ptr<detail::http_connection>& out, diagnostics& diag) {
+        const http_options& o = pool->options;
+        const std::string where = o.host + ":" + std::to_string(o.port);
+        auto c = std::make_unique<detail::http_connection>(pool->ex);
+        c->keep_alive = o.default_keep_alive;
+        st->conn = c.get();
+        st->arm(o.connect_timeout, st);
+        auto [rec, endpoints] = co_await st->resolver.async_resolve(o.host, std::to_string(o.port), tuple);
+        if (rec || st->cancelled || st->timed_out) {
+            st->conn = nullptr;
+            co_return fail_or_interrupt(st, make_error_code(errc::connection_failed), diag,
+                                        "cannot resolve " + o.host + ": " + rec.message());
+        }
+        auto [cec, ep] = co_await asio::async_connect(c->socket, endpoints, tuple);
+        if (cec || st->cancelled || st->timed_out) {
+            st->conn = nullptr;
+            co_return fail_or_interrupt(st, make_error_code(errc::connection_failed), diag,
+                                        "cannot connect to " + where + ": " + cec.message());
+        }
+        c->socket.set_option(tcp::no_delay(true));
+        if (o.secure) {
+#ifdef CHSTATE_NO_TLS
+            st->conn = nullptr;
+            diag.message = "secure=true, but chstate was built with CHSTATE_NO_TLS";
+            co_return make_error_code(errc::unsupported);
+#else
+            if (!pool->tls_context) {
+                st->conn = nullptr;
+                diag.message = pool->tls_error_text;
+                co_return pool->tls_error ? pool->tls_error : make_error_code(errc::invalid_configuration);
+            }
+            c->tls = std::make_unique<asio::ssl::stream<detail::tcp::socket&>>(c->socket, *pool->tls_context);
+            if (!SSL_set_tlsext_host_name(c->tls->native_handle(), o.host.c_str())) {
+                st->conn = nullptr;
+                diag.message = "cannot set TLS server name " + o.host;
+                co_return make_error_code(errc::connection_failed);
+            }
+            c->tls->set_verify_callback(asio::ssl::host_name_verification(o.host));
+            auto [hec] = co_await c->tls->async_handshake(asio::ssl::stream_base::client, tuple);
+            if (hec || st->cancelled || st->timed_out) {
+                st->conn = nullptr;
+                co_return fail_or_interrupt(st, make_error_code(errc::connection_failed), diag,
+                                            "TLS handshake with " + where + " failed: " + hec.message());
+            }
+#endif
+        }
+        st->watchdog.cancel();
+        pool->connections_opened.fetch_add(1);
+        out = std::move(c);
+        co_return error_code{};
+    }
+
+    struct exchange_result {
+        error_code ec;
+        bool response_started = false; ///< any response byte read
+        bool reusable = false;
+    };
+
+    /// Sends the request and streams the reply on one connection.
+    template <class Stream>
+    static asio::awaitable<exchange_result> exchange(Stream& stream, detail::http_connection& c,
+                                                     const pool_ptr& pool, const state_ptr& st,
+                                                     const statement& stmt, const result_sink& sink,
+                                                     diagnostics& diag) {
+        namespace http = detail::http;
+        const http_options& o = pool->options;
+        exchange_result r;
+        http::request<http::string_body> req{http::verb::post, target(o, stmt), 11};
+        req.set(http::field::host, o.host + ":" + std::to_string(o.port));
+        req.set(http::field::user_agent, "chstate");
+        req.set("X-ClickHouse-User", o.user);
+        req.set("X-ClickHouse-Key", o.password);
+        req.set(http::field::content_type, "text/plain; charset=UTF-8");
+        req.keep_alive(true);
+        req.body() = stmt.sql;
+        if (!stmt.data.empty()) {
+            req.body() += '\n';
+            req.body() += stmt.data;
+        }
+        req.prepare_payload();
+
+        auto [wec, wn] = co_await http::async_write(stream, req, tuple);
+        if (wec || st->cancelled || st->timed_out) {
+            r.ec = fail_or_interrupt(st, make_error_code(errc::connection_failed), diag,
+                                     "sending the request failed: " + wec.message());
+            co_return r;
+        }
+        http::response_parser<http::buffer_body> parser;
+        parser.body_limit(boost::none);
+        std::size_t before = c.buffer.size();
+        auto [hec, hn] = co_await http::async_read_header(stream, c.buffer, parser, tuple);
+        r.response_started = hn > 0 || c.buffer.size() != before || parser.got_some();
+        if (hec || st->cancelled || st->timed_out) {
+            r.ec = fail_or_interrupt(st,
+                                     make_error_code(r.response_started ? errc::protocol_error
+                                                                        : errc::connection_failed),
+                                     diag, "reading the reply failed: " + hec.message());
+            co_return r;
+        }
+        const auto& head = parser.get();
+        const bool ok = head.result() == http::status::ok;
+
+        std::vector<char> buf(64 * 1024);
+        constexpr std::size_t hold = 16 * 1024;
+        std::string pending; // ok: the held-back tail; error: the message
+        error_code sink_ec;
+        bool body_done = parser.is_done();
+        while (!body_done) {
+            parser.get().body().data = buf.data();
+            parser.get().body().size = buf.size();
+            auto [rec, rn] = co_await http::async_read(stream, c.buffer, parser, tuple);
+            if (rec == http::error::need_buffer)
+                rec = {};
+            if (rec || st->cancelled || st->timed_out) {
+                r.ec = fail_or_interrupt(st, make_error_code(errc::truncated_response), diag,
+                                         "the reply ended early: " + rec.message());
+                co_return r;
+            }
+            std::size_t got = buf.size() - parser.get().body().size;
+            if (ok) {
+                if (!sink_ec) {
+                    pending.append(buf.data(), got);
+                    if (pending.size() > 2 * hold) {
+                        std::size_t pass = pending.size() - hold;
+                        // pass whole lines only, so an exception text stays in the tail
+                        auto nl = pending.rfind('\n', pass);
+                        std::size_t n = (nl != std::string::npos && nl > 0) ? nl + 1 : pass;
+                        sink_ec = sink(std::string_view(pending.data(), n));
+                        pending.erase(0, n);
+                    }
+                    if (sink_ec) {
+                        // abandon: the connection is in an unknown state
+                        r.ec = sink_ec;
+                        co_return r;
+                    }
+                }
+            } else if (pending.size() < 64 * 1024) {
+                pending.append(buf.data(), std::min(got, 64 * 1024 - pending.size()));
+            }
+            body_done = parser.is_done();
+        }
+
+        // Keep-alive bookkeeping.
+        r.reusable = head.keep_alive();
+        if (auto ka = head.find(http::field::keep_alive); ka != head.end()) {
+            if (auto t = detail::keep_alive_timeout(ka->value()))
+                c.keep_alive = *t;
+        }
+
+        if (!ok) {
+            std::optional<int> code;
+            if (auto h = head.find("X-ClickHouse-Exception-Code"); h != head.end()) {
+                int n = 0;
+                auto v = h->value();
+                if (std::from_chars(v.data(), v.data() + v.size(), n).ec == std::errc{})
+                    code = n;
+            }
+            if (!code)
+                code = detail::exception_code(pending);
+            diag.message = std::string(detail::trim_message(pending));
+            if (diag.message.empty())
+                diag.message = "HTTP status " + std::to_string(head.result_int());
+            if (code)
+                r.ec = make_clickhouse_error(*code);
+            else if (head.result() == http::status::unauthorized || head.result() == http::status::forbidden)
+                r.ec = make_error_code(errc::authentication_failed);
+            else
+                r.ec = make_error_code(errc::server_error);
+            co_return r;
+        }
+        if (auto at = detail::find_body_exception(pending); at != std::string::npos) {
+            std::string_view text = std::string_view(pending).substr(at);
+            diag.message = std::string(detail::trim_message(text));
+            auto code = detail::exception_code(text);
+            r.ec = code ? make_clickhouse_error(*code) : make_error_code(errc::truncated_response);
+            r.reusable = false;
+            co_return r;
+        }
+        if (!pending.empty())
+            r.ec = sink(pending);
+        if (r.ec)
+            r.reusable = false;
+        co_return r;
+    }
+
+    static asio::awaitable<error_code> run(pool_ptr pool, state_ptr st, const statement* stmt, result_sink sink,
+                                           diagnostics* diag) {
+        const http_options& o = pool->options;
+        const auto deadline = std::chrono::steady_clock::now() + o.request_timeout;
+        bool force_fresh = false;
+        std::unique_ptr<detail::http_connection> conn;
+        bool have_slot = false;
+        for (int attempt = 0;; ++attempt) {
+            // 1. a slot (and maybe a kept-alive connection)
+            if (!have_slot) {
+                for (;;) {
+                    if (pool->try_take(conn)) {
+                        have_slot = true;
+                        break;
+                    }
+                    auto w = std::make_shared<detail::http_pool::waiter>(st->strand);
+                    w->ex = st->strand;
+                    w->timer.expires_at(deadline);
+                    {
+                        std::lock_guard lk(pool->mutex);
+                        pool->waiters.push_back(w);
+                    }
+                    st->waiting = w;
+                    co_await w->timer.async_wait(tuple);
+                    st->waiting.reset();
+                    if (!w->notified) {
+                        std::lock_guard lk(pool->mutex);
+                        std::erase(pool->waiters, w);
+                    }
+                    if (st->cancelled) {
+                        diag->message = "operation cancelled";
+                        co_return asio::error::operation_aborted;
+                    }
+                    if (!w->notified && std::chrono::steady_clock::now() >= deadline) {
+                        diag->message = "no free connection within the request timeout";
+                        co_return make_error_code(errc::timeout);
+                    }
+                }
+            }
+            const bool reused = conn != nullptr && !force_fresh;
+            if (force_fresh && conn) {
+                conn->close();
+                conn.reset();
+            }
+            // 2. a connection
+            if (!conn) {
+                if (auto ec = co_await connect(pool, st, conn, *diag)) {
+                    pool->give_back(nullptr);
+                    co_return ec;
+                }
+            }
+            // 3. the exchange, under the request timeout
+            st->conn = conn.get();
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                               std::chrono::steady_clock::now());
+            st->arm(std::max(left, std::chrono::milliseconds(1)), st);
+            exchange_result r;
+#ifndef CHSTATE_NO_TLS
+            if (conn->tls)
+                r = co_await exchange(*conn->tls, *conn, pool, st, *stmt, sink, *diag);
+            else
+#endif
+                r = co_await exchange(conn->socket, *conn, pool, st, *stmt, sink, *diag);
+            st->watchdog.cancel();
+            st->conn = nullptr;
+            ++conn->requests;
+            if (r.ec && reused && !r.response_started && stmt->idempotent && attempt == 0 && !st->cancelled &&
+                !st->timed_out) {
+                force_fresh = true; // keep the slot, reconnect
+                continue;
+            }
+            if (!r.ec && r.reusable) {
+                pool->give_back(std::move(conn));
+            } else {
+                conn->close();
+                conn.reset();
+                pool->give_back(nullptr);
+            }
+            co_return r.ec;
+        }
+    }
+
+    pool_ptr pool_;
+};
+
+static_assert(transport<http_transport>);
+
+} // namespace chstate
