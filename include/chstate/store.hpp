@@ -225,9 +225,11 @@ public:
 
     // ---- get_all ------------------------------------------------------------
 
-    /// Streams every state to `visitor` (on the store's executor), in
-    /// state_id order, holding one reply chunk at a time; completes with the
-    /// number of states visited.
+    /// Streams every state to `visitor`, in state_id order, holding one reply
+    /// chunk at a time; completes with the number of states visited. The
+    /// visitor runs as chunks arrive, on the transport's thread (an engine
+    /// thread for chDB): keep it short and do not call blocking store
+    /// operations from it.
     template <class CompletionToken = asio::deferred_t>
     auto async_get_all(state_visitor visitor, diagnostics& diag, CompletionToken&& token = {}) {
         return start(get_all_op(std::move(visitor), &diag), std::forward<CompletionToken>(token));
