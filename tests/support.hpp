@@ -1,6 +1,8 @@
 // Helpers shared by the test translation units.
 #pragma once
 
+#include "shutdown.hpp"
+
 #include <chstate/chstate.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -9,6 +11,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <vector>
 #include <string>
 #include <unistd.h>
 

@@ -56,10 +56,13 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -387,6 +390,60 @@ private:
         return execute(std::move(s), [](std::string_view) { return error_code{}; }, diag);
     }
 
+    /// A DELETE of state rows (lock_table = false) or lock rows. On servers
+    /// without lightweight DELETE it is an asynchronous mutation: wait until
+    /// the table has no unfinished mutation, so the next statement no
+    /// longer sees the rows. The wait counts as activity for a manual clock.
+    op<> execute_delete(statement s, bool lock_table, diagnostics& diag) {
+        auto stm = stmts_snapshot();
+        if (!stm || !stm->deletes_are_mutations())
+            co_return co_await execute(std::move(s), diag);
+        auto in_flight = [this] {
+            if constexpr (requires(Clock& c) { c.begin_activity(); })
+                return clock_.begin_activity();
+            else
+                return 0;
+        }();
+        (void)in_flight;
+        auto [ec] = co_await execute(std::move(s), diag);
+        if (ec)
+            co_return std::tuple{ec};
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        for (int i = 1;; ++i) {
+            auto [pec, found] = co_await rows(stm->pending_mutations(lock_table), diag);
+            if (pec)
+                co_return std::tuple{pec};
+            std::optional<std::uint64_t> n;
+            if (!found.empty())
+                n = detail::uint_field(found.front(), "n");
+            if (!n) {
+                diag.message = "system.mutations reply has no count";
+                co_return std::tuple{make_error_code(errc::protocol_error)};
+            }
+            if (*n == 0)
+                co_return std::tuple{error_code{}};
+            if (std::chrono::steady_clock::now() >= give_up) {
+                diag.message = "ALTER TABLE … DELETE did not finish within 60 s";
+                co_return std::tuple{make_error_code(errc::timeout)};
+            }
+            asio::steady_timer pause(ex_, std::chrono::milliseconds(std::min(2 * i, 50)));
+            co_await pause.async_wait(use_tuple);
+        }
+    }
+
+    /// The version of a write on servers without DateTime64: milliseconds
+    /// since the epoch by the store's clock, strictly increasing per store.
+    std::uint64_t next_version() {
+        auto now = static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch()).count());
+        std::uint64_t last = last_version_.load();
+        std::uint64_t next;
+        do {
+            next = std::max(now, last + 1);
+        } while (!last_version_.compare_exchange_weak(last, next));
+        return next;
+    }
+
     /// Sends one statement and reads its JSONEachRow rows.
     op<std::vector<json::object>> rows(statement s, diagnostics& diag) {
         std::vector<json::object> out;
@@ -491,8 +548,10 @@ private:
             co_return std::tuple{ec};
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
-        co_return co_await execute(stmts_snapshot()->insert_state(s.state_id, detail::serialize_part(s.partial_state),
-                                                                  detail::serialize_part(s.completed_state)),
+        auto stm = stmts_snapshot();
+        co_return co_await execute(stm->insert_state(s.state_id, detail::serialize_part(s.partial_state),
+                                                     detail::serialize_part(s.completed_state),
+                                                     stm->store_versions() ? next_version() : 0),
                                    diag);
     }
 
@@ -537,7 +596,7 @@ private:
             co_return std::tuple{ec};
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
-        co_return co_await execute(stmts_snapshot()->delete_state(id), diag);
+        co_return co_await execute_delete(stmts_snapshot()->delete_state(id), false, diag);
     }
 
     op<> clear_op(std::string id, diagnostics* d) {
@@ -646,8 +705,11 @@ private:
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
         std::string body;
+        const bool versions = stmts_snapshot()->store_versions();
         for (const auto& s : states) {
             json::object row;
+            if (versions)
+                row["updated_at"] = next_version();
             row["state_id"] = s.state_id;
             auto partial = detail::serialize_part(s.partial_state);
             auto completed = detail::serialize_part(s.completed_state);
@@ -739,7 +801,17 @@ private:
             if (ec)
                 co_return std::tuple{ec, std::string{}};
             if (holder) {
-                std::tie(ec) = co_await execute(stm->delete_stale_locks(clock_.now() - lo.stale_age), diag);
+                const time_point cutoff = clock_.now() - lo.stale_age;
+                bool stale = true;
+                if (stm->deletes_are_mutations()) { // a mutation is costly: only when needed
+                    auto [cec, counted] = co_await rows(stm->count_stale_locks(cutoff), diag);
+                    if (cec)
+                        co_return std::tuple{cec, std::string{}};
+                    auto n = counted.empty() ? std::nullopt : detail::uint_field(counted.front(), "n");
+                    stale = !n || *n > 0;
+                }
+                if (stale)
+                    std::tie(ec) = co_await execute_delete(stm->delete_stale_locks(cutoff), true, diag);
                 if (ec)
                     co_return std::tuple{ec, std::string{}};
                 std::tie(ec, holder) = co_await lock_holder(id, diag);
@@ -763,7 +835,7 @@ private:
                 }
                 if (!candidates.empty() && detail::string_field(candidates.front(), "lock_id") == mine)
                     co_return std::tuple{error_code{}, std::move(mine)};
-                std::tie(ec) = co_await execute(stm->delete_lock(id, mine), diag);
+                std::tie(ec) = co_await execute_delete(stm->delete_lock(id, mine), true, diag);
                 if (ec)
                     co_return std::tuple{ec, std::string{}};
             }
@@ -782,7 +854,7 @@ private:
     asio::awaitable<void> withdraw(const std::string& id, const std::string& lock_id) {
         co_await asio::this_coro::reset_cancellation_state();
         diagnostics ignored;
-        co_await execute(stmts_snapshot()->delete_lock(id, lock_id), ignored);
+        co_await execute_delete(stmts_snapshot()->delete_lock(id, lock_id), true, ignored);
     }
 
     op<> release_op(std::string id, std::string lock_id, diagnostics* d) {
@@ -793,7 +865,7 @@ private:
     op<> release_impl(const std::string& id, const std::string& lock_id, diagnostics& diag) {
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
-        co_return co_await execute(stmts_snapshot()->delete_lock(id, lock_id), diag);
+        co_return co_await execute_delete(stmts_snapshot()->delete_lock(id, lock_id), true, diag);
     }
 
     executor_type ex_;
@@ -802,6 +874,7 @@ private:
     Clock clock_;
     mutable std::mutex mutex_;
     std::shared_ptr<const detail::statements> stmts_;
+    std::atomic<std::uint64_t> last_version_{0};
 };
 
 } // namespace chstate

@@ -2,6 +2,22 @@
 //
 // On a modern server (≥ 23.3, and chDB) the schema and statements are the
 // seed's: a Meltano process and a chstate process share the tables.
+//
+// Older servers (down to 18.16) get what they understand:
+//   * no DateTime64/now64 (< 20.1): the version column is
+//     `updated_at UInt64` holding milliseconds since the epoch, filled by
+//     the store from its clock (strictly increasing per store; writers on
+//     different hosts are ordered by their clocks, so clock skew between
+//     writers can let an older write win). Its DEFAULT (whole seconds × 1000)
+//     versions rows written by other clients without the column;
+//   * no {name:Type} parameters (< 20.1 here): the store inlines quoted
+//     literals (inline_parameters);
+//   * no lightweight DELETE (< 23.3): `ALTER TABLE … DELETE`, a background
+//     mutation; the store then waits until system.mutations shows no
+//     unfinished mutation on the table (pending_mutations), so a deleted
+//     state or lock row is gone for the very next statement;
+//   * no TTL (< 19.6): the lock table has none (stale rows are still
+//     removed by the lock protocol).
 #pragma once
 
 #include <chstate/detail/sql.hpp>
@@ -50,11 +66,17 @@ struct table_names {
     std::string database; ///< `meltano`
     std::string state;    ///< `meltano`.`state`
     std::string lock;     ///< `meltano`.`state_lock`
+    std::string schema_name; ///< meltano (unquoted)
+    std::string state_name;  ///< state (unquoted)
+    std::string lock_name;   ///< state_lock (unquoted)
 
     table_names(std::string_view schema, std::string_view table)
         : database(quote_identifier(schema)),
           state(database + "." + quote_identifier(table)),
-          lock(database + "." + quote_identifier(std::string(table) + "_lock")) {}
+          lock(database + "." + quote_identifier(std::string(table) + "_lock")),
+          schema_name(schema),
+          state_name(table),
+          lock_name(std::string(table) + "_lock") {}
 };
 
 inline parameter string_param(std::string name, std::string value) {
@@ -85,15 +107,30 @@ public:
     statement create_state_table() const {
         return {"CREATE TABLE IF NOT EXISTS " + t_.state +
                     " (state_id String, partial_state Nullable(String), completed_state Nullable(String),"
-                    " updated_at DateTime64(3) DEFAULT now64(3))"
+                    + (f_.datetime64 ? std::string(" updated_at DateTime64(3) DEFAULT now64(3))")
+                                     : std::string(" updated_at UInt64 DEFAULT toUInt64(toUnixTimestamp(now())) * 1000)")) +
                     " ENGINE = ReplacingMergeTree(updated_at) ORDER BY state_id",
                 {}, {}, {}, true};
     }
+
+    /// True when the store must supply updated_at (milliseconds since the
+    /// epoch) with every write: servers without DateTime64.
+    bool store_versions() const noexcept { return !f_.datetime64; }
+
+    /// True when deletes are mutations the store must wait for.
+    bool deletes_are_mutations() const noexcept { return !f_.lightweight_delete; }
 
     statement create_lock_table() const {
         std::string sql = "CREATE TABLE IF NOT EXISTS " + t_.lock +
                           " (state_id String, lock_id String, locked_at DateTime DEFAULT now())"
                           " ENGINE = ReplacingMergeTree(locked_at) ORDER BY state_id";
+        // Servers without lightweight DELETE cannot share tables with the
+        // seed anyway (it needs DateTime64 and DELETE FROM): there the
+        // sorting key also holds lock_id, so a background merge never
+        // collapses rival candidate rows into one (a seed weakness).
+        if (!f_.lightweight_delete)
+            sql.replace(sql.size() - std::string_view("state_id").size(), std::string_view("state_id").size(),
+                        "(state_id, lock_id)");
         if (f_.ttl)
             sql += " TTL locked_at + INTERVAL 300 SECOND";
         return {std::move(sql), {}, {}, {}, true};
@@ -107,7 +144,17 @@ public:
 
     /// Parts are JSON text, or nullopt for NULL (an empty part).
     statement insert_state(std::string_view id, std::optional<std::string> partial,
-                           std::optional<std::string> completed) const {
+                           std::optional<std::string> completed, std::uint64_t version = 0) const {
+        if (store_versions())
+            return {"INSERT INTO " + t_.state +
+                        " (state_id, partial_state, completed_state, updated_at) VALUES"
+                        " ({state_id:String}, {partial_state:Nullable(String)}, {completed_state:Nullable(String)},"
+                        " {updated_at:UInt64})",
+                    {string_param("state_id", std::string(id)),
+                     {"partial_state", "Nullable(String)", std::move(partial)},
+                     {"completed_state", "Nullable(String)", std::move(completed)},
+                     {"updated_at", "UInt64", std::to_string(version)}},
+                    {}, {}, false};
         return {"INSERT INTO " + t_.state +
                     " (state_id, partial_state, completed_state) VALUES"
                     " ({state_id:String}, {partial_state:Nullable(String)}, {completed_state:Nullable(String)})",
@@ -120,12 +167,16 @@ public:
     /// Bulk insert; `rows` is JSONEachRow text built by the caller's JSON
     /// serializer (data, never SQL).
     statement insert_states(std::string rows) const {
+        if (store_versions()) // each row carries "updated_at"
+            return {"INSERT INTO " + t_.state +
+                        " (state_id, partial_state, completed_state, updated_at) FORMAT JSONEachRow",
+                    {}, {}, std::move(rows), false};
         return {"INSERT INTO " + t_.state + " (state_id, partial_state, completed_state) FORMAT JSONEachRow",
                 {}, {}, std::move(rows), false};
     }
 
     statement delete_state(std::string_view id) const {
-        return {"DELETE FROM " + t_.state + " WHERE state_id = {state_id:String}",
+        return {delete_from(t_.state) + " WHERE state_id = {state_id:String}",
                 {string_param("state_id", std::string(id))}, {}, {}, true};
     }
 
@@ -171,7 +222,7 @@ public:
 
     template <class TimePoint>
     statement delete_stale_locks(TimePoint cutoff) const {
-        return {"DELETE FROM " + t_.lock + " WHERE locked_at < toDateTime({cutoff:UInt32})",
+        return {delete_from(t_.lock) + " WHERE locked_at < toDateTime({cutoff:UInt32})",
                 {{"cutoff", "UInt32", epoch_seconds(cutoff)}}, {}, {}, true};
     }
 
@@ -186,12 +237,32 @@ public:
     }
 
     statement delete_lock(std::string_view id, std::string_view lock_id) const {
-        return {"DELETE FROM " + t_.lock + " WHERE state_id = {state_id:String} AND lock_id = {lock_id:String}",
+        return {delete_from(t_.lock) + " WHERE state_id = {state_id:String} AND lock_id = {lock_id:String}",
                 {string_param("state_id", std::string(id)), string_param("lock_id", std::string(lock_id))},
                 {}, {}, true};
     }
 
+    /// Old servers: are there stale lock rows at all (saves a mutation)?
+    template <class TimePoint>
+    statement count_stale_locks(TimePoint cutoff) const {
+        return {"SELECT count() AS n FROM " + t_.lock + " WHERE locked_at < toDateTime({cutoff:UInt32})",
+                {{"cutoff", "UInt32", epoch_seconds(cutoff)}}, "JSONEachRow", {}, true};
+    }
+
+    /// Old servers: unfinished mutations on the state (lock = false) or lock table.
+    statement pending_mutations(bool lock) const {
+        return {"SELECT count() AS n FROM system.mutations WHERE database = {database:String}"
+                " AND table = {table:String} AND is_done = 0",
+                {string_param("database", t_.schema_name), string_param("table", lock ? t_.lock_name : t_.state_name)},
+                "JSONEachRow", {}, true};
+    }
+
 private:
+    std::string delete_from(const std::string& table) const {
+        return (f_.lightweight_delete ? "DELETE FROM " : "ALTER TABLE ") + table +
+               (f_.lightweight_delete ? "" : " DELETE");
+    }
+
     table_names t_;
     server_features f_;
 };

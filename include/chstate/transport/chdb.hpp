@@ -353,9 +353,15 @@ public:
                            [engine = engine_.get(), stmt, sink = std::move(sink), diag, h = std::move(handler),
                             work = std::move(work)]() mutable {
                                error_code ec = engine->run(*stmt, sink, *diag);
+                               // The work guard travels with the completion and is
+                               // released on the handler's executor: releasing it here,
+                               // after the post, could touch an io_context its owner
+                               // has already destroyed.
                                auto ex = work.get_executor();
-                               asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
-                               work.reset();
+                               asio::post(ex, [h = std::move(h), ec, work = std::move(work)]() mutable {
+                                   work.reset();
+                                   std::move(h)(ec);
+                               });
                            });
             },
             token, &stmt, std::move(sink), &diag);

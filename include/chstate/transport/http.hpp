@@ -452,7 +452,7 @@ private:
             co_return fail_or_interrupt(st, make_error_code(errc::connection_failed), diag,
                                         "cannot connect to " + where + ": " + cec.message());
         }
-        c->socket.set_option(tcp::no_delay(true));
+        c->socket.set_option(detail::tcp::no_delay(true));
         if (o.secure) {
 #ifdef CHSTATE_NO_TLS
             st->conn = nullptr;
@@ -643,9 +643,13 @@ private:
                     st->waiting = w;
                     co_await w->timer.async_wait(tuple);
                     st->waiting.reset();
-                    if (!w->notified) {
+                    const bool giving_up = st->cancelled || (!w->notified && std::chrono::steady_clock::now() >= deadline);
+                    {
                         std::lock_guard lk(pool->mutex);
                         std::erase(pool->waiters, w);
+                        // A wake-up meant for us must not be lost when we leave.
+                        if (giving_up && (pool->open < pool->options.pool_size || !pool->idle.empty()))
+                            pool->wake_one_locked();
                     }
                     if (st->cancelled) {
                         diag->message = "operation cancelled";

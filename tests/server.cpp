@@ -1,0 +1,607 @@
+// The store contract over HTTP against a real ClickHouse server, plus
+// transport cases and the cross-process lock stress test.
+//
+// The server comes from scripts/clickhouse-server.sh: the test runner starts
+// it and exports CHSTATE_TEST_SERVER_DIR (the script's DIR; DIR/env holds
+// host, port, user and password file). Without it, or when the server does
+// not answer, every case here FAILS with a message saying so (never skips).
+#include "support.hpp"
+
+#include <chstate/transport/http.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#if defined(BOOST_ASIO_SEPARATE_COMPILATION) && !defined(CHSTATE_NO_TLS)
+// Asio's SSL sources, compiled once (belongs beside boost/asio/impl/src.hpp
+// in support/compiled_boost.cpp).
+// (Asio's SSL parts are compiled in support/compiled_boost.cpp)
+#endif
+
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#ifndef CHSTATE_SOURCE_DIR
+#define CHSTATE_SOURCE_DIR "."
+#endif
+
+namespace server_tests {
+
+using namespace chstate;
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+struct server_env {
+    std::string dir, host, user, password, problem;
+    std::uint16_t port = 0;
+};
+
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+/// Reads CHSTATE_TEST_SERVER_DIR/env (shell exports) once.
+inline const server_env& env() {
+    static const server_env e = [] {
+        server_env e;
+        const char* dir = std::getenv("CHSTATE_TEST_SERVER_DIR");
+        if (!dir || !*dir) {
+            e.problem = "CHSTATE_TEST_SERVER_DIR is not set: the server suite needs a running ClickHouse "
+                        "(bash scripts/clickhouse-server.sh start DIR; export CHSTATE_TEST_SERVER_DIR=DIR)";
+            return e;
+        }
+        e.dir = dir;
+        std::ifstream in(e.dir + "/env");
+        if (!in) {
+            e.problem = e.dir + "/env cannot be read: was the server started with scripts/clickhouse-server.sh?";
+            return e;
+        }
+        std::string line, password_file;
+        while (std::getline(in, line)) {
+            if (line.starts_with("export "))
+                line.erase(0, 7);
+            auto eq = line.find('=');
+            if (eq == std::string::npos)
+                continue;
+            std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+            if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front())
+                v = v.substr(1, v.size() - 2);
+            if (k == "CHSTATE_TEST_HTTP_HOST")
+                e.host = v;
+            else if (k == "CHSTATE_TEST_HTTP_PORT")
+                e.port = static_cast<std::uint16_t>(std::stoi(v));
+            else if (k == "CHSTATE_TEST_HTTP_USER")
+                e.user = v;
+            else if (k == "CHSTATE_TEST_HTTP_PASSWORD_FILE")
+                password_file = v;
+        }
+        e.password = read_file(password_file);
+        while (!e.password.empty() && (e.password.back() == '\n' || e.password.back() == '\r'))
+            e.password.pop_back();
+        if (e.host.empty() || e.port == 0 || e.user.empty())
+            e.problem = e.dir + "/env lacks CHSTATE_TEST_HTTP_HOST/PORT/USER";
+        return e;
+    }();
+    return e;
+}
+
+/// The process-wide threads that run every http_transport of this suite.
+inline asio::thread_pool& threads() {
+    static asio::thread_pool pool(4);
+    return pool;
+}
+
+inline http_options server_options() {
+    const auto& e = env();
+    if (!e.problem.empty())
+        throw std::runtime_error("server suite: " + e.problem);
+    http_options o;
+    o.host = e.host;
+    o.port = e.port;
+    o.user = e.user;
+    o.password = e.password;
+    o.connect_timeout = 5s;
+    o.request_timeout = 120s;
+    return o;
+}
+
+inline std::string run_sql(http_transport& t, const std::string& sql, std::string format = {}) {
+    return test::raw_sql(t, sql, std::move(format));
+}
+
+/// Throws (failing the case loudly) unless the server answers.
+inline void require_server() {
+    static std::string verdict = [] {
+        if (!env().problem.empty())
+            return "server suite: " + env().problem;
+        try {
+            http_transport t(threads().get_executor(), server_options());
+            run_sql(t, "SELECT 1");
+            return std::string();
+        } catch (const std::exception& e) {
+            return std::string("server suite: ClickHouse at ") + env().host + ":" + std::to_string(env().port) +
+                   " does not answer: " + e.what();
+        }
+    }();
+    if (!verdict.empty())
+        throw std::runtime_error(verdict);
+}
+
+struct server_fixture {
+    using transport_type = http_transport;
+    static constexpr const char* name = "server";
+    transport_type make_transport() {
+        require_server();
+        return http_transport(threads().get_executor(), server_options());
+    }
+};
+
+/// bash scripts/clickhouse-server.sh CMD $CHSTATE_TEST_SERVER_DIR
+inline void server_script(const std::string& cmd) {
+    std::string line = "bash '" CHSTATE_SOURCE_DIR "/scripts/clickhouse-server.sh' " + cmd + " '" + env().dir +
+                       "' >/dev/null";
+    int rc = std::system(line.c_str());
+    if (rc != 0)
+        throw std::runtime_error("'" + line + "' failed with status " + std::to_string(rc));
+}
+
+/// Runs `stmt` and reports the error code (and the message).
+inline error_code try_sql(http_transport& t, const std::string& sql, diagnostics& diag, std::string* out = nullptr,
+                          bool idempotent = true) {
+    statement s{sql, {}, "TabSeparated", {}, idempotent};
+    std::promise<error_code> done;
+    auto fut = done.get_future();
+    t.async_execute(
+        s,
+        [&](std::string_view chunk) {
+            if (out)
+                out->append(chunk);
+            return error_code{};
+        },
+        diag, [&](error_code ec) { done.set_value(ec); });
+    return fut.get();
+}
+
+} // namespace server_tests
+
+// doctest keys a test case by file, line and name, not by suite: the
+// contract's cases get a prefix here so they do not collide with the
+// embedded suite's instantiation of the same lines.
+#undef TEST_CASE
+#define TEST_CASE(name) DOCTEST_TEST_CASE("server: " name)
+// The contract's helper types (store_under_test, …) are inline entities of
+// the suite's namespace, whose generated name may equal the embedded
+// suite's in embedded.cpp: a named enclosing namespace keeps them distinct.
+namespace server_contract {
+TEST_SUITE("server") {
+    using fixture = server_tests::server_fixture;
+#include "contract_cases.ipp"
+}
+} // namespace server_contract
+#undef TEST_CASE
+#define TEST_CASE(name) DOCTEST_TEST_CASE(name)
+
+// ---- transport cases -------------------------------------------------------
+
+TEST_SUITE("server") {
+using namespace server_tests;
+
+TEST_CASE("http: the server answers and reports its version") {
+    require_server();
+    http_transport t(threads().get_executor(), server_options());
+    auto v = run_sql(t, "SELECT version()");
+    MESSAGE("ClickHouse server version " << v.substr(0, v.find('\n')));
+    CHECK_FALSE(v.empty());
+}
+
+TEST_CASE("http: a wrong password is a typed authentication error without the password") {
+    require_server();
+    auto o = server_options();
+    o.password = "wrong-" + o.password + "-secret";
+    http_transport t(threads().get_executor(), o);
+    diagnostics diag;
+    auto ec = try_sql(t, "SELECT 1", diag);
+    INFO(diag.message);
+    CHECK(ec == errc::authentication_failed);
+    CHECK(ec.category() == clickhouse_category());
+    CHECK(diag.message.find(o.password) == std::string::npos);
+    CHECK(diag.message.find(server_options().password) == std::string::npos);
+}
+
+TEST_CASE("http: an unknown user is a typed authentication error") {
+    require_server();
+    auto o = server_options();
+    o.user = "nobody_here";
+    http_transport t(threads().get_executor(), o);
+    diagnostics diag;
+    auto ec = try_sql(t, "SELECT 1", diag);
+    INFO(diag.message);
+    CHECK(ec == errc::authentication_failed);
+}
+
+TEST_CASE("http: an unknown database is errc::unknown_database") {
+    require_server();
+    auto o = server_options();
+    o.database = "no_such_database_chstate";
+    http_transport t(threads().get_executor(), o);
+    diagnostics diag;
+    auto ec = try_sql(t, "SELECT 1", diag);
+    INFO(diag.message);
+    CHECK(ec == errc::unknown_database);
+    CHECK(ec.value() == 81);
+}
+
+TEST_CASE("http: a server error carries code and message; the connection stays usable") {
+    require_server();
+    http_transport t(threads().get_executor(), server_options());
+    diagnostics diag;
+    auto ec = try_sql(t, "SELECT nosuchfunction_xyz()", diag);
+    CHECK(ec.category() == clickhouse_category());
+    CHECK(ec.value() == 46);
+    CHECK(diag.message.find("nosuchfunction_xyz") != std::string::npos);
+    std::string out;
+    CHECK_FALSE(try_sql(t, "SELECT 42", diag, &out));
+    CHECK(out == "42\n");
+}
+
+TEST_CASE("http: an exception after status 200 is an error, never data") {
+    require_server();
+    http_transport t(threads().get_executor(), server_options());
+    diagnostics diag;
+    std::string out;
+    auto ec = try_sql(t,
+                      "SELECT number, throwIf(number = 300000) FROM system.numbers LIMIT 400000"
+                      " SETTINGS max_block_size = 1000",
+                      diag, &out);
+    INFO(diag.message);
+    CHECK(ec);
+    CHECK(ec != errc::connection_failed);
+    CHECK(diag.message.find("Code: ") != std::string::npos);
+    CHECK(out.find("Code: ") == std::string::npos); // the exception text never reached the sink
+    std::string again;
+    CHECK_FALSE(try_sql(t, "SELECT 7", diag, &again));
+    CHECK(again == "7\n");
+}
+
+TEST_CASE("http: query text, data and URL parameters survive hostile bytes") {
+    require_server();
+    http_transport t(threads().get_executor(), server_options());
+    diagnostics diag;
+    std::string out;
+    CHECK_FALSE(try_sql(t, "SELECT 'a+b&c=d%20e?\\'\\\\ ✓'", diag, &out));
+    CHECK(out == "a+b&c=d%20e?\\'\\\\ ✓\n"); // TabSeparated escapes the quote and the backslash
+    http_options o = server_options();
+    o.database = "system"; // sent as a URL parameter
+    http_transport db(threads().get_executor(), o);
+    out.clear();
+    CHECK_FALSE(try_sql(db, "SELECT currentDatabase()", diag, &out));
+    CHECK(out == "system\n");
+}
+
+TEST_CASE("http: a large reply streams into the sink in chunks") {
+    require_server();
+    http_transport t(threads().get_executor(), server_options());
+    diagnostics diag;
+    std::size_t chunks = 0, bytes = 0, largest = 0;
+    statement s{"SELECT number FROM system.numbers LIMIT 2000000", {}, "TabSeparated", {}, true};
+    auto fut = t.async_execute(
+        s,
+        [&](std::string_view c) {
+            ++chunks;
+            bytes += c.size();
+            largest = std::max(largest, c.size());
+            return error_code{};
+        },
+        diag, asio::use_future);
+    fut.get();
+    INFO("chunks=" << chunks << " bytes=" << bytes << " largest=" << largest);
+    CHECK(bytes > 10'000'000);
+    CHECK(chunks > 50);
+    CHECK(largest <= 128 * 1024);
+}
+
+TEST_CASE("http: a sink error abandons the statement") {
+    require_server();
+    http_transport t(threads().get_executor(), server_options());
+    diagnostics diag;
+    statement s{"SELECT number FROM system.numbers LIMIT 2000000", {}, "TabSeparated", {}, true};
+    std::promise<error_code> p;
+    t.async_execute(
+        s, [&](std::string_view) { return make_error_code(errc::corrupt_state); }, diag,
+        [&](error_code ec) { p.set_value(ec); });
+    CHECK(p.get_future().get() == errc::corrupt_state);
+    std::string out;
+    CHECK_FALSE(try_sql(t, "SELECT 1", diag, &out));
+    CHECK(t.pool_open() <= t.options().pool_size);
+}
+
+TEST_CASE("http: cancellation through the handler's slot closes the request") {
+    require_server();
+    http_transport t(threads().get_executor(), server_options());
+    diagnostics diag;
+    statement s{"SELECT sleep(3)", {}, "TabSeparated", {}, true};
+    asio::cancellation_signal cancel;
+    std::promise<error_code> p;
+    const auto start = std::chrono::steady_clock::now();
+    t.async_execute(s, [](std::string_view) { return error_code{}; }, diag,
+                    asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec) { p.set_value(ec); }));
+    std::this_thread::sleep_for(200ms);
+    cancel.emit(asio::cancellation_type::terminal);
+    CHECK(p.get_future().get() == asio::error::operation_aborted);
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
+}
+
+TEST_CASE("http: the request timeout is errc::timeout") {
+    require_server();
+    auto o = server_options();
+    o.request_timeout = 300ms;
+    http_transport t(threads().get_executor(), o);
+    diagnostics diag;
+    const auto start = std::chrono::steady_clock::now();
+    auto ec = try_sql(t, "SELECT sleep(2)", diag);
+    CHECK(ec == errc::timeout);
+    CHECK(std::chrono::steady_clock::now() - start < 1500ms);
+}
+
+TEST_CASE("http: secure=true against a plain HTTP port fails the TLS handshake as a connection error") {
+    require_server();
+    auto o = server_options();
+    o.secure = true;
+    http_transport t(threads().get_executor(), o);
+    diagnostics diag;
+    auto ec = try_sql(t, "SELECT 1", diag);
+    INFO(diag.message);
+#ifdef CHSTATE_NO_TLS
+    CHECK(ec == errc::unsupported);
+#else
+    CHECK(ec == errc::connection_failed);
+#endif
+}
+
+TEST_CASE("http: idle longer than the keep-alive timeout, the next operation succeeds") {
+    require_server();
+    http_transport t(threads().get_executor(), server_options());
+    store_options so;
+    so.schema = test::unique_schema("server_idle");
+    basic_state_store<http_transport> store(t, so);
+    store.set(state{"idle", json::object{{"p", 1}}, {}});
+    auto opened = t.connections_opened();
+    std::this_thread::sleep_for(3500ms); // 18.16 advertises Keep-Alive: timeout=3
+    store.set(state{"idle", json::object{{"p", 2}}, {}}); // not idempotent: must not hit a dead connection
+    CHECK(store.get("idle")->partial_state.at("p").as_int64() == 2);
+    CHECK(t.connections_opened() > opened); // the stale connection was not reused
+}
+
+TEST_CASE("http: many coroutines over a small pool all succeed and the pool stays bounded") {
+    require_server();
+    auto o = server_options();
+    o.pool_size = 3;
+    http_transport t(threads().get_executor(), o);
+    asio::io_context ioc;
+    std::atomic<int> ok{0}, failed{0};
+    constexpr int coroutines = 40, each = 5;
+    for (int c = 0; c < coroutines; ++c) {
+        asio::co_spawn(
+            ioc,
+            [&, c]() -> asio::awaitable<void> {
+                for (int i = 0; i < each; ++i) {
+                    std::string out;
+                    diagnostics diag;
+                    statement s{"SELECT " + std::to_string(c * 1000 + i), {}, "TabSeparated", {}, true};
+                    auto [ec] = co_await t.async_execute(
+                        s,
+                        [&](std::string_view chunk) {
+                            out.append(chunk);
+                            return error_code{};
+                        },
+                        diag, asio::as_tuple(asio::use_awaitable));
+                    if (!ec && out == std::to_string(c * 1000 + i) + "\n")
+                        ++ok;
+                    else
+                        ++failed;
+                }
+            },
+            asio::detached);
+    }
+    ioc.run();
+    INFO("peak=" << t.pool_peak() << " opened=" << t.connections_opened());
+    CHECK(ok == coroutines * each);
+    CHECK(failed == 0);
+    CHECK(t.pool_peak() <= 3);
+    CHECK(t.pool_peak() >= 2);
+    CHECK(t.connections_opened() <= 3 + 3); // reused, not one per request
+}
+
+TEST_CASE("http: server stopped → connection_failed within the connect timeout; restarted → next op succeeds") {
+    require_server();
+    auto o = server_options();
+    o.connect_timeout = 2s;
+    http_transport t(threads().get_executor(), o);
+    store_options so;
+    so.schema = test::unique_schema("server_restart");
+    basic_state_store<http_transport> store(t, so);
+    store.set(state{"r", json::object{{"v", 1}}, {}});
+    server_script("stop");
+    struct restart_at_exit {
+        ~restart_at_exit() {
+            try {
+                server_script("start");
+            } catch (...) {
+            }
+        }
+    } guard;
+    diagnostics diag;
+    const auto start = std::chrono::steady_clock::now();
+    auto ec = try_sql(t, "SELECT 1", diag);
+    auto took = std::chrono::steady_clock::now() - start;
+    INFO(diag.message);
+    CHECK(ec == errc::connection_failed);
+    CHECK(took <= o.connect_timeout + 500ms);
+    server_script("start");
+    store.set(state{"r", json::object{{"v", 2}}, {}});
+    CHECK(store.get("r")->partial_state.at("v").as_int64() == 2);
+}
+
+TEST_CASE("http: server restarted between two operations → the next operation succeeds") {
+    require_server();
+    http_transport t(threads().get_executor(), server_options());
+    store_options so;
+    so.schema = test::unique_schema("server_restart2");
+    basic_state_store<http_transport> store(t, so);
+    store.set(state{"r", json::object{{"v", 1}}, {}});
+    CHECK(store.get("r"));
+    server_script("restart");
+    store.set(state{"r", json::object{{"v", 3}}, {}}); // a write on a pooled connection the restart closed
+    CHECK(store.get("r")->partial_state.at("v").as_int64() == 3);
+    server_script("restart");
+    CHECK(store.get("r")->partial_state.at("v").as_int64() == 3); // a read after the restart
+}
+
+} // TEST_SUITE("server")
+
+// ---- lock stress across processes -----------------------------------------
+
+namespace server_tests {
+
+constexpr const char* stress_flag = "--chstate-lock-stress-child";
+
+inline std::int64_t mono_us() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return std::int64_t(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
+}
+
+inline lock_options stress_locks() {
+    lock_options lo;
+    lo.settle = 200ms;
+    lo.retry_interval = 50ms;
+    lo.timeout = 90s;
+    return lo;
+}
+
+} // namespace server_tests
+
+/// The child: argv = exe flag schema rounds outfile. Returns the exit status.
+int chstate_lock_stress_child(int argc, char** argv) {
+    using namespace server_tests;
+    if (argc < 5)
+        return 2;
+    try {
+        store_options so;
+        so.schema = argv[2];
+        so.lock = stress_locks();
+        int rounds = std::stoi(argv[3]);
+        int fd = ::open(argv[4], O_WRONLY | O_APPEND | O_CREAT, 0644);
+        if (fd < 0)
+            return 3;
+        http_transport t(threads().get_executor(), server_options());
+        basic_state_store<http_transport> store(t, so);
+        for (int r = 0; r < rounds; ++r) {
+            auto lease = store.acquire_lock("contended");
+            auto enter = mono_us();
+            std::this_thread::sleep_for(30ms);
+            auto exit = mono_us();
+            std::string line = std::to_string(::getpid()) + " " + std::to_string(enter) + " " +
+                               std::to_string(exit) + "\n";
+            if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+                return 4;
+            lease.release();
+        }
+        ::close(fd);
+        threads().join();
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "lock-stress child %d: %s\n", int(::getpid()), e.what());
+        return 1;
+    }
+}
+
+TEST_SUITE("server") {
+using namespace server_tests;
+
+TEST_CASE("lock stress: 8 processes race acquire_lock on one id against the real server") {
+    require_server();
+    constexpr int processes = 8, rounds = 7;
+    const std::string schema = test::unique_schema("server_stress");
+    {
+        http_transport t(threads().get_executor(), server_options());
+        store_options so;
+        so.schema = schema;
+        basic_state_store<http_transport> store(t, so);
+        store.ensure_schema();
+    }
+    const std::string out = std::filesystem::temp_directory_path() / ("chstate-lock-stress-" + schema + ".log");
+    std::filesystem::remove(out);
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<pid_t> kids;
+    const std::string rounds_text = std::to_string(rounds);
+    for (int p = 0; p < processes; ++p) {
+        pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            const char* args[] = {"/proc/self/exe", stress_flag, schema.c_str(), rounds_text.c_str(), out.c_str(),
+                                  nullptr};
+            ::execv("/proc/self/exe", const_cast<char* const*>(args));
+            ::_exit(127);
+        }
+        kids.push_back(pid);
+    }
+    int failed_children = 0;
+    for (pid_t pid : kids) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            ++failed_children;
+    }
+    const auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    struct span {
+        long pid;
+        std::int64_t enter, exit;
+    };
+    std::vector<span> spans;
+    {
+        std::ifstream in(out);
+        span s{};
+        while (in >> s.pid >> s.enter >> s.exit)
+            spans.push_back(s);
+    }
+    std::sort(spans.begin(), spans.end(), [](const span& a, const span& b) { return a.enter < b.enter; });
+    int overlaps = 0;
+    std::int64_t latest_exit = 0;
+    for (const auto& s : spans) {
+        if (s.enter < latest_exit)
+            ++overlaps;
+        latest_exit = std::max(latest_exit, s.exit);
+    }
+    std::set<long> pids;
+    for (const auto& s : spans)
+        pids.insert(s.pid);
+    std::printf("lock-stress: processes=%d acquisitions=%zu overlaps=%d\n", int(pids.size()), spans.size(),
+                overlaps);
+    MESSAGE("lock stress: settle=200ms retry=50ms hold=30ms rounds=" << rounds << ", wall " << wall << " s");
+    std::fflush(stdout);
+    std::filesystem::remove(out);
+    CHECK(failed_children == 0);
+    CHECK(pids.size() >= 8);
+    CHECK(spans.size() >= 50);
+    CHECK(overlaps == 0);
+}
+
+} // TEST_SUITE("server")
