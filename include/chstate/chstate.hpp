@@ -9,6 +9,9 @@
 //   store.hpp          basic_state_store<Transport, Clock>
 //   lock.hpp           the lease returned by acquire_lock
 //   transport/chdb.hpp the embedded engine
+//
+// Not included here, because it brings Boost.Beast and OpenSSL:
+//   transport/http.hpp  ClickHouse's HTTP interface (include it yourself)
 #pragma once
 
 #include <chstate/clock.hpp>

@@ -46,6 +46,8 @@
 
 #include <chstate/detail/server_error.hpp>
 #include <chstate/detail/sql.hpp>
+#include <chstate/clock.hpp>
+#include <chstate/config.hpp>
 #include <chstate/error.hpp>
 #include <chstate/transport.hpp>
 
@@ -708,5 +710,23 @@ private:
 };
 
 static_assert(transport<http_transport>);
+
+/// Connection settings from a parsed clickhouse:// URI or the environment.
+inline http_options make_http_options(const config& c) {
+    http_options o;
+    o.host = c.host;
+    o.port = c.port;
+    o.database = c.database;
+    o.user = c.user;
+    o.password = c.password;
+    o.secure = c.secure;
+    return o;
+}
+
+template <transport Transport, clock Clock>
+class basic_state_store;
+
+/// The store over HTTP with the real clock.
+using http_state_store = basic_state_store<http_transport, real_clock>;
 
 } // namespace chstate
