@@ -1,0 +1,1490 @@
+// chstate/transport/simulated.hpp — an in-memory model of the ClickHouse
+// behaviour the store relies on, for deterministic tests (ours and yours).
+//
+//   auto server = chstate::simulated_clickhouse::create();          // automatic delivery
+//   chstate::simulated_transport t{server, ioc.get_executor()};
+//   chstate::basic_state_store<chstate::simulated_transport, chstate::manual_clock>
+//       store{ioc.get_executor(), t, {}, clock};
+//
+// The model (one non-replicated server, single partition):
+//   * CREATE DATABASE / CREATE TABLE [IF NOT EXISTS] record the columns, their
+//     DEFAULT (now(), now64(…) or a literal), ENGINE = [Replacing]MergeTree[(ver)],
+//     ORDER BY key, TTL col + INTERVAL n SECOND|MINUTE|HOUR|DAY, and
+//     SETTINGS non_replicated_deduplication_window = n.
+//   * Every INSERT is a new part; rows keep insertion order.
+//   * SELECT … FINAL collapses rows by the sorting key as ReplacingMergeTree
+//     does: the highest version wins, equal versions → the last inserted.
+//     Without FINAL every unmerged row is visible.
+//   * merge(table) / merge_all() are the background merges: all parts of the
+//     table become one, collapsed exactly like FINAL, and rows whose TTL has
+//     passed (on the server's clock) are dropped. They run only when the test
+//     calls them.
+//   * DELETE FROM (lightweight) takes effect immediately; ALTER TABLE … DELETE
+//     is queued as a mutation, applied by apply_mutations().
+//   * INSERT … SETTINGS insert_deduplication_token = '…' into a table with
+//     non_replicated_deduplication_window > 0: a block whose token was seen
+//     is dropped and the INSERT still reports success (as ClickHouse does).
+//   * now() / now64(3) read the server's manual_clock (server_clock()),
+//     which may be a skewed handle on the clients' timeline.
+//   * Bound parameters {name:Type} come from statement::parameters (values
+//     raw text; nullopt = NULL). Replies: JSONEachRow (UInt64 quoted, as
+//     ClickHouse's default) or TabSeparated (the default when no format is
+//     named); large replies arrive in chunks of max_block_size (1000) rows.
+//
+// Statements understood (the store's, detail/statements.hpp, modern dialect,
+// plus what tests use to inspect tables):
+//   SELECT version()
+//   CREATE DATABASE [IF NOT EXISTS] db
+//   CREATE TABLE [IF NOT EXISTS] db.t (col Type [DEFAULT expr], …) ENGINE = … ORDER BY … [TTL …] [SETTINGS …]
+//   INSERT INTO db.t (cols) VALUES (expr, …)[, (…)] | SELECT expr, … | FORMAT JSONEachRow (+ statement::data)
+//       [SETTINGS insert_deduplication_token = '…']
+//   SELECT [DISTINCT] item, … FROM db.t [FINAL] [WHERE cond] [ORDER BY expr [ASC|DESC], …] [LIMIT n] [SETTINGS …]
+//       items: columns, count(), isNull(col), toDateTime(x), literals, [AS alias]; cond: AND / OR of
+//       =, !=, <, <=, >, >=, LIKE over columns, literals, {params}, toDateTime(x), now(), now64(3)
+//   SELECT … FROM system.tables (database, name, engine, engine_full) | system.columns
+//       (database, table, name, type, position) | system.mutations (database, table, is_done)
+//   DELETE FROM db.t WHERE cond            ALTER TABLE db.t DELETE WHERE cond
+//   TRUNCATE TABLE db.t
+//   OPTIMIZE TABLE db.t [FINAL]                 (a merge, now)
+//   SYSTEM STOP MERGES [db.t] / SYSTEM START MERGES [db.t]   (merge()/merge_all() then skip the table)
+// Anything else fails with ClickHouse error 48 (NOT_IMPLEMENTED) and a
+// message naming the statement; an unknown function with 46, an unknown
+// table with 60, an unknown database with 81.
+//
+// Delivery. In automatic mode (the default) a statement is executed when
+// async_execute is called and its completion is posted to the handler's
+// associated executor (default: the transport's executor). In manual mode
+// (set_manual_delivery(true)) each statement waits in pending() until the
+// test calls step(i): the test decides the order in which several clients'
+// statements reach the server. In manual mode drive the io_context yourself
+// (manual_clock::run would wait for a reply nobody delivers). Cancellation
+// is not supported: a statement, once sent, runs to its end.
+//
+// Threads: every member is safe to call from any thread; sinks are called
+// on the thread that executes the statement (the caller of async_execute or
+// of step()), outside the server's lock.
+#pragma once
+
+#include <chstate/error.hpp>
+#include <chstate/manual_clock.hpp>
+#include <chstate/transport.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/string.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace chstate {
+
+namespace detail::sim {
+
+namespace json = boost::json;
+
+struct sim_error {
+    int code;
+    std::string message;
+};
+
+/// A cell: NULL, text, or a number (times are milliseconds since the epoch).
+struct value {
+    enum kind_t { null, text, number } kind = null;
+    std::string s;
+    std::int64_t n = 0;
+    bool quoted64 = false; ///< UInt64 result (count()): quoted in JSON
+
+    static value of_null() { return {}; }
+    static value of_text(std::string t) { return {text, std::move(t), 0, false}; }
+    static value of_number(std::int64_t v) { return {number, {}, v, false}; }
+};
+
+inline std::optional<std::int64_t> to_int(std::string_view s) {
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || p != s.data() + s.size())
+        return std::nullopt;
+    return v;
+}
+
+/// -1, 0, 1; NULL compares unequal to everything (nullopt).
+inline std::optional<int> compare(const value& a, const value& b) {
+    if (a.kind == value::null || b.kind == value::null)
+        return std::nullopt;
+    if (a.kind == value::number || b.kind == value::number) {
+        auto x = a.kind == value::number ? std::optional<std::int64_t>(a.n) : to_int(a.s);
+        auto y = b.kind == value::number ? std::optional<std::int64_t>(b.n) : to_int(b.s);
+        if (x && y)
+            return *x < *y ? -1 : (*x > *y ? 1 : 0);
+    }
+    int c = a.s.compare(b.s);
+    return c < 0 ? -1 : (c > 0 ? 1 : 0);
+}
+
+/// SQL LIKE with % _ and backslash escapes.
+inline bool like(std::string_view s, std::string_view p) {
+    if (p.empty())
+        return s.empty();
+    if (p[0] == '%') {
+        for (std::size_t i = 0; i <= s.size(); ++i)
+            if (like(s.substr(i), p.substr(1)))
+                return true;
+        return false;
+    }
+    if (s.empty())
+        return false;
+    if (p[0] == '_')
+        return like(s.substr(1), p.substr(1));
+    if (p[0] == '\\' && p.size() > 1)
+        return s[0] == p[1] && like(s.substr(1), p.substr(2));
+    return s[0] == p[0] && like(s.substr(1), p.substr(1));
+}
+
+struct token {
+    enum kind_t { ident, quoted_ident, string, number, param, symbol, end } kind = end;
+    std::string text;   // identifier / literal value / symbol
+    std::string type;   // param type
+    std::size_t pos = 0;
+};
+
+inline std::vector<token> tokenize(std::string_view sql) {
+    std::vector<token> out;
+    std::size_t i = 0;
+    auto err = [&](const char* what) { throw sim_error{62, std::string("Syntax error: ") + what + " in: " + std::string(sql)}; };
+    while (i < sql.size()) {
+        char c = sql[i];
+        if (std::isspace(static_cast<unsigned char>(c))) {
+            ++i;
+            continue;
+        }
+        token t;
+        t.pos = i;
+        if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+            std::size_t j = i;
+            while (j < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '_'))
+                ++j;
+            t.kind = token::ident;
+            t.text = std::string(sql.substr(i, j - i));
+            i = j;
+        } else if (std::isdigit(static_cast<unsigned char>(c))) {
+            std::size_t j = i;
+            while (j < sql.size() && std::isdigit(static_cast<unsigned char>(sql[j])))
+                ++j;
+            t.kind = token::number;
+            t.text = std::string(sql.substr(i, j - i));
+            i = j;
+        } else if (c == '`' || c == '\'') {
+            char q = c;
+            std::string v;
+            std::size_t j = i + 1;
+            for (;; ++j) {
+                if (j >= sql.size())
+                    err("unterminated quote");
+                if (sql[j] == '\\' && j + 1 < sql.size()) {
+                    char e = sql[++j];
+                    switch (e) {
+                    case 'n': v += '\n'; break;
+                    case 't': v += '\t'; break;
+                    case 'r': v += '\r'; break;
+                    case '0': v += '\0'; break;
+                    default: v += e;
+                    }
+                } else if (sql[j] == q) {
+                    if (j + 1 < sql.size() && sql[j + 1] == q) {
+                        v += q;
+                        ++j;
+                    } else
+                        break;
+                } else
+                    v += sql[j];
+            }
+            t.kind = q == '`' ? token::quoted_ident : token::string;
+            t.text = std::move(v);
+            i = j + 1;
+        } else if (c == '{') {
+            auto close = sql.find('}', i);
+            auto colon = sql.find(':', i);
+            if (close == std::string_view::npos || colon == std::string_view::npos || colon > close)
+                err("bad parameter");
+            t.kind = token::param;
+            t.text = std::string(sql.substr(i + 1, colon - i - 1));
+            t.type = std::string(sql.substr(colon + 1, close - colon - 1));
+            i = close + 1;
+        } else {
+            t.kind = token::symbol;
+            std::string_view two = sql.substr(i, 2);
+            if (two == "<=" || two == ">=" || two == "!=" || two == "<>") {
+                t.text = std::string(two);
+                i += 2;
+            } else {
+                t.text = std::string(1, c);
+                ++i;
+            }
+        }
+        out.push_back(std::move(t));
+    }
+    token e;
+    e.pos = sql.size();
+    out.push_back(e);
+    return out;
+}
+
+inline std::string upper(std::string s) {
+    for (auto& c : s)
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+}
+
+/// Expression tree, parameters already bound.
+struct expr {
+    enum kind_t { literal, column, call, binary, star } kind = literal;
+    value v;                 // literal
+    std::string name;        // column / function / operator (upper-case for operators)
+    std::vector<expr> args;
+    std::string text;        // as written, for default column names
+};
+
+struct column_def {
+    std::string name;
+    std::string type;
+    std::optional<expr> default_value;
+};
+
+struct row {
+    std::vector<value> cells;
+    std::uint64_t seq = 0; ///< global insertion order
+};
+
+struct part {
+    std::vector<row> rows;
+};
+
+struct table {
+    std::string database, name;
+    std::vector<column_def> columns;
+    std::string engine_full;
+    std::string engine;
+    std::optional<std::size_t> version_col;
+    std::vector<std::size_t> key_cols;
+    std::optional<std::size_t> ttl_col;
+    std::int64_t ttl_ms = 0;
+    std::int64_t dedup_window = 0;
+    std::vector<std::string> dedup_log;
+    std::vector<part> parts;
+    std::vector<expr> mutations;
+    bool merges_stopped = false; ///< SYSTEM STOP MERGES
+
+    std::optional<std::size_t> find(std::string_view col) const {
+        for (std::size_t i = 0; i < columns.size(); ++i)
+            if (columns[i].name == col)
+                return i;
+        return std::nullopt;
+    }
+};
+
+inline std::string format_time(std::int64_t ms, bool with_ms) {
+    std::time_t secs = static_cast<std::time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec);
+    std::string out = buf;
+    if (with_ms) {
+        std::snprintf(buf, sizeof buf, ".%03d", static_cast<int>(((ms % 1000) + 1000) % 1000));
+        out += buf;
+    }
+    return out;
+}
+
+} // namespace detail::sim
+
+/// The shared in-memory server. Create with create(); connect clients with
+/// simulated_transport. See the header comment.
+class simulated_clickhouse : public std::enable_shared_from_this<simulated_clickhouse> {
+    using value = detail::sim::value;
+    using expr = detail::sim::expr;
+    using token = detail::sim::token;
+    using table = detail::sim::table;
+    using sim_error = detail::sim::sim_error;
+
+public:
+    /// A statement waiting for step() (manual delivery).
+    struct pending_request {
+        std::size_t client;
+        std::string sql;
+    };
+
+    /// `server_clock` gives now()/now64() and judges TTL; pass a (skewed)
+    /// handle on the clients' timeline to share simulated time.
+    static std::shared_ptr<simulated_clickhouse> create(manual_clock server_clock = manual_clock(),
+                                                        bool manual_delivery = false) {
+        return std::shared_ptr<simulated_clickhouse>(new simulated_clickhouse(std::move(server_clock), manual_delivery));
+    }
+
+    manual_clock server_clock() const { return clock_; }
+    /// Reported by SELECT version().
+    void set_version(std::string v) {
+        std::lock_guard lk(mutex_);
+        version_ = std::move(v);
+    }
+
+    // ---- delivery ---------------------------------------------------------
+
+    void set_manual_delivery(bool on) {
+        std::lock_guard lk(mutex_);
+        manual_ = on;
+    }
+    bool manual_delivery() const {
+        std::lock_guard lk(mutex_);
+        return manual_;
+    }
+    /// Statements sent and not yet delivered, in sending order.
+    std::vector<pending_request> pending() const {
+        std::lock_guard lk(mutex_);
+        std::vector<pending_request> out;
+        for (auto& p : queue_)
+            out.push_back({p.client, p.stmt.sql});
+        return out;
+    }
+    std::size_t pending_count() const {
+        std::lock_guard lk(mutex_);
+        return queue_.size();
+    }
+    /// Delivers pending request `index`: executes it now, streams the reply
+    /// to its sink and posts its completion.
+    void step(std::size_t index) {
+        request r;
+        {
+            std::lock_guard lk(mutex_);
+            if (index >= queue_.size())
+                throw std::out_of_range("simulated_clickhouse::step: no such pending request");
+            r = std::move(queue_[index]);
+            queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(index));
+        }
+        run(r);
+    }
+
+    // ---- background work --------------------------------------------------
+
+    /// Merges every part of `table_name` (`db.t`, quotes optional) into one,
+    /// collapsing by sorting key and dropping TTL-expired rows. Returns the
+    /// number of rows removed. Does nothing after SYSTEM STOP MERGES.
+    std::size_t merge(std::string_view table_name) {
+        std::lock_guard lk(mutex_);
+        return merge_locked(lookup(table_name));
+    }
+    /// merge() on every table.
+    std::size_t merge_all() {
+        std::lock_guard lk(mutex_);
+        std::size_t n = 0;
+        for (auto& [_, t] : tables_)
+            n += merge_locked(t);
+        return n;
+    }
+    /// Applies every queued ALTER … DELETE; returns rows removed.
+    std::size_t apply_mutations() {
+        std::lock_guard lk(mutex_);
+        std::size_t n = 0;
+        for (auto& [_, t] : tables_) {
+            for (auto& m : t.mutations)
+                n += delete_where(t, m);
+            t.mutations.clear();
+        }
+        return n;
+    }
+    std::size_t pending_mutations() const {
+        std::lock_guard lk(mutex_);
+        std::size_t n = 0;
+        for (auto& [_, t] : tables_)
+            n += t.mutations.size();
+        return n;
+    }
+    /// Unmerged parts of a table (0 for an unknown table).
+    std::size_t part_count(std::string_view table_name) const {
+        std::lock_guard lk(mutex_);
+        auto it = tables_.find(normalize(table_name));
+        return it == tables_.end() ? 0 : it->second.parts.size();
+    }
+    /// Rows in a table, unmerged (as SELECT count() without FINAL).
+    std::size_t row_count(std::string_view table_name) const {
+        std::lock_guard lk(mutex_);
+        auto it = tables_.find(normalize(table_name));
+        if (it == tables_.end())
+            return 0;
+        std::size_t n = 0;
+        for (auto& p : it->second.parts)
+            n += p.rows.size();
+        return n;
+    }
+
+    /// Executes `stmt` synchronously, bypassing delivery; the whole reply in `reply`.
+    error_code execute(const statement& stmt, std::string& reply, diagnostics& diag) {
+        std::vector<std::string> chunks;
+        auto ec = execute_chunks(stmt, chunks, diag);
+        for (auto& c : chunks)
+            reply += c;
+        return ec;
+    }
+
+    /// Used by simulated_transport.
+    template <class Handler>
+    void submit(std::size_t client, const statement& stmt, result_sink sink, diagnostics& diag, Handler handler,
+                asio::any_io_executor default_ex) {
+        auto hex = asio::get_associated_executor(handler, default_ex);
+        auto shared = std::make_shared<Handler>(std::move(handler));
+        request r;
+        r.client = client;
+        r.stmt = stmt;
+        r.sink = std::move(sink);
+        r.diag = &diag;
+        r.complete = [shared, hex](error_code ec) {
+            asio::post(hex, [shared, ec]() mutable { std::move(*shared)(ec); });
+        };
+        {
+            std::lock_guard lk(mutex_);
+            if (manual_) {
+                queue_.push_back(std::move(r));
+                return;
+            }
+        }
+        run(r);
+    }
+
+private:
+    struct request {
+        std::size_t client = 0;
+        statement stmt;
+        result_sink sink;
+        diagnostics* diag = nullptr;
+        std::function<void(error_code)> complete;
+    };
+
+    simulated_clickhouse(manual_clock c, bool manual) : clock_(std::move(c)), manual_(manual) {}
+
+    void run(request& r) {
+        std::vector<std::string> chunks;
+        diagnostics local;
+        error_code ec = execute_chunks(r.stmt, chunks, local);
+        if (!ec) {
+            for (auto& c : chunks) {
+                if (auto sec = r.sink(c)) {
+                    ec = sec;
+                    break;
+                }
+            }
+        } else {
+            r.diag->message = local.message;
+        }
+        r.complete(ec);
+    }
+
+    error_code execute_chunks(const statement& stmt, std::vector<std::string>& chunks, diagnostics& diag) {
+        try {
+            std::lock_guard lk(mutex_);
+            parser p(*this, stmt);
+            p.run(chunks);
+            return {};
+        } catch (const sim_error& e) {
+            diag.message = e.message;
+            return make_clickhouse_error(e.code);
+        } catch (const std::exception& e) {
+            diag.message = std::string("simulated_clickhouse: ") + e.what() + " in: " + stmt.sql;
+            return make_clickhouse_error(1001);
+        }
+    }
+
+    // ---- storage helpers (mutex held) ---------------------------------------
+
+    static std::string normalize(std::string_view name) {
+        std::string out;
+        for (char c : name)
+            if (c != '`')
+                out += c;
+        return out;
+    }
+
+    table& lookup(std::string_view name) {
+        auto it = tables_.find(normalize(name));
+        if (it == tables_.end()) {
+            auto n = normalize(name);
+            auto dot = n.find('.');
+            if (dot != std::string::npos && !databases_.count(n.substr(0, dot)))
+                throw sim_error{81, "Database " + n.substr(0, dot) + " does not exist"};
+            throw sim_error{60, "Table " + n + " does not exist"};
+        }
+        return it->second;
+    }
+
+    /// The ReplacingMergeTree collapse of `rows` (any order): one row per key.
+    static std::vector<detail::sim::row> collapse(const table& t, std::vector<detail::sim::row> rows) {
+        auto key_less = [&](const detail::sim::row& a, const detail::sim::row& b) {
+            for (auto k : t.key_cols) {
+                auto c = detail::sim::compare(a.cells[k], b.cells[k]);
+                int ci = c ? *c : (a.cells[k].kind == value::null) - (b.cells[k].kind == value::null);
+                if (ci != 0)
+                    return ci < 0;
+            }
+            return false;
+        };
+        std::stable_sort(rows.begin(), rows.end(), key_less);
+        if (!t.engine.starts_with("Replacing"))
+            return rows;
+        std::vector<detail::sim::row> out;
+        for (auto& r : rows) {
+            if (!out.empty() && !key_less(out.back(), r) && !key_less(r, out.back())) {
+                auto& cur = out.back();
+                bool replace = true;
+                if (t.version_col) {
+                    auto c = detail::sim::compare(r.cells[*t.version_col], cur.cells[*t.version_col]);
+                    int ci = c ? *c : 0;
+                    replace = ci > 0 || (ci == 0 && r.seq > cur.seq);
+                } else {
+                    replace = r.seq > cur.seq;
+                }
+                if (replace)
+                    cur = r;
+            } else {
+                out.push_back(r);
+            }
+        }
+        return out;
+    }
+
+    std::size_t merge_locked(table& t, bool forced = false) {
+        if (t.merges_stopped && !forced)
+            return 0;
+        std::vector<detail::sim::row> all;
+        for (auto& p : t.parts)
+            for (auto& r : p.rows)
+                all.push_back(r);
+        std::size_t before = all.size();
+        auto merged = collapse(t, std::move(all));
+        if (t.ttl_col) {
+            auto now = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch()).count();
+            std::erase_if(merged, [&](const detail::sim::row& r) {
+                auto& c = r.cells[*t.ttl_col];
+                return c.kind == value::number && c.n + t.ttl_ms <= now;
+            });
+        }
+        std::size_t removed = before - merged.size();
+        t.parts.clear();
+        if (!merged.empty())
+            t.parts.push_back({std::move(merged)});
+        return removed;
+    }
+
+    std::size_t delete_where(table& t, const expr& cond) {
+        std::size_t n = 0;
+        for (auto& p : t.parts) {
+            auto before = p.rows.size();
+            std::erase_if(p.rows, [&](const detail::sim::row& r) { return truthy(eval(cond, t, r.cells)); });
+            n += before - p.rows.size();
+        }
+        std::erase_if(t.parts, [](const detail::sim::part& p) { return p.rows.empty(); });
+        return n;
+    }
+
+    static bool truthy(const value& v) {
+        if (v.kind == value::number)
+            return v.n != 0;
+        if (v.kind == value::text)
+            return !v.s.empty() && v.s != "0";
+        return false;
+    }
+
+    std::int64_t now_ms() const {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch()).count();
+    }
+
+    /// Evaluates `e` on a row of `t` (cells may be empty for no row).
+    value eval(const expr& e, const table& t, const std::vector<value>& cells) const {
+        switch (e.kind) {
+        case expr::literal:
+            return e.v;
+        case expr::star:
+            return value::of_number(1);
+        case expr::column: {
+            auto i = t.find(e.name);
+            if (!i)
+                throw sim_error{47, "Missing columns: '" + e.name + "' in table " + t.database + "." + t.name};
+            return cells.at(*i);
+        }
+        case expr::call: {
+            std::string f = detail::sim::upper(e.name);
+            if (f == "NOW")
+                return value::of_number(now_ms() / 1000 * 1000);
+            if (f == "NOW64")
+                return value::of_number(now_ms());
+            if (f == "VERSION")
+                return value::of_text(version_);
+            if (f == "TODATETIME" || f == "TODATETIME64") {
+                value a = eval(e.args.at(0), t, cells);
+                if (a.kind == value::text) {
+                    auto n = detail::sim::to_int(a.s);
+                    if (!n)
+                        throw sim_error{41, "Cannot parse DateTime from '" + a.s + "' (simulated: seconds only)"};
+                    return value::of_number(*n * 1000);
+                }
+                if (a.kind == value::number && !a.quoted64)
+                    return value::of_number(a.n * 1000);
+                return a;
+            }
+            if (f == "ISNULL")
+                return value::of_number(eval(e.args.at(0), t, cells).kind == value::null ? 1 : 0);
+            if (f == "ISNOTNULL")
+                return value::of_number(eval(e.args.at(0), t, cells).kind == value::null ? 0 : 1);
+            throw sim_error{46, "Unknown function " + e.name + " (simulated_clickhouse)"};
+        }
+        case expr::binary: {
+            if (e.name == "AND")
+                return value::of_number(truthy(eval(e.args[0], t, cells)) && truthy(eval(e.args[1], t, cells)));
+            if (e.name == "OR")
+                return value::of_number(truthy(eval(e.args[0], t, cells)) || truthy(eval(e.args[1], t, cells)));
+            value a = eval(e.args[0], t, cells), b = eval(e.args[1], t, cells);
+            if (e.name == "+" || e.name == "-") {
+                auto c = [](const value& v) { return v.kind == value::number ? v.n : detail::sim::to_int(v.s).value_or(0); };
+                return value::of_number(e.name == "+" ? c(a) + c(b) : c(a) - c(b));
+            }
+            if (e.name == "LIKE" || e.name == "NOT LIKE") {
+                if (a.kind == value::null || b.kind == value::null)
+                    return value::of_null();
+                bool m = detail::sim::like(a.s, b.s);
+                return value::of_number(e.name == "LIKE" ? m : !m);
+            }
+            auto c = detail::sim::compare(a, b);
+            if (!c)
+                return value::of_null();
+            bool r = e.name == "=" ? *c == 0
+                     : e.name == "!=" || e.name == "<>" ? *c != 0
+                     : e.name == "<"                    ? *c < 0
+                     : e.name == "<="                   ? *c <= 0
+                     : e.name == ">"                    ? *c > 0
+                                                        : *c >= 0;
+            return value::of_number(r);
+        }
+        }
+        return {};
+    }
+
+    // ---- the statement parser / executor ----------------------------------
+
+    struct parser {
+        simulated_clickhouse& s;
+        const statement& stmt;
+        std::vector<token> toks;
+        std::size_t i = 0;
+
+        parser(simulated_clickhouse& sv, const statement& st) : s(sv), stmt(st), toks(detail::sim::tokenize(st.sql)) {}
+
+        [[noreturn]] void unsupported() const {
+            throw sim_error{48, "simulated_clickhouse does not understand this statement (see "
+                                "chstate/transport/simulated.hpp for those it does): " + stmt.sql};
+        }
+        const token& peek(std::size_t k = 0) const { return toks[std::min(i + k, toks.size() - 1)]; }
+        bool is_kw(std::string_view kw, std::size_t k = 0) const {
+            return peek(k).kind == token::ident && detail::sim::upper(peek(k).text) == kw;
+        }
+        bool is_sym(std::string_view sym) const { return peek().kind == token::symbol && peek().text == sym; }
+        bool accept_kw(std::string_view kw) {
+            if (!is_kw(kw))
+                return false;
+            ++i;
+            return true;
+        }
+        bool accept_sym(std::string_view sym) {
+            if (!is_sym(sym))
+                return false;
+            ++i;
+            return true;
+        }
+        void expect_kw(std::string_view kw) {
+            if (!accept_kw(kw))
+                unsupported();
+        }
+        void expect_sym(std::string_view sym) {
+            if (!accept_sym(sym))
+                unsupported();
+        }
+        std::string name() {
+            auto& t = peek();
+            if (t.kind != token::ident && t.kind != token::quoted_ident)
+                unsupported();
+            ++i;
+            return t.text;
+        }
+        std::string table_name() {
+            std::string n = name();
+            if (accept_sym("."))
+                n += "." + name();
+            return n;
+        }
+        bool at_end() const { return peek().kind == token::end; }
+
+        value bind(const token& t) const {
+            for (auto& p : stmt.parameters) {
+                if (p.name != t.text)
+                    continue;
+                if (!p.value)
+                    return value::of_null();
+                std::string ty = t.type;
+                if (ty.find("Int") != std::string::npos) {
+                    auto n = detail::sim::to_int(*p.value);
+                    if (!n)
+                        throw sim_error{27, "Cannot parse " + ty + " parameter " + p.name};
+                    return value::of_number(*n);
+                }
+                return value::of_text(*p.value);
+            }
+            throw sim_error{456, "Substitution `" + t.text + "` is not set"};
+        }
+
+        // expressions: or -> and -> comparison -> additive -> primary
+        expr parse_expr() { return parse_or(); }
+        expr parse_or() {
+            expr l = parse_and();
+            while (accept_kw("OR"))
+                l = binary("OR", std::move(l), parse_and());
+            return l;
+        }
+        expr parse_and() {
+            expr l = parse_cmp();
+            while (accept_kw("AND"))
+                l = binary("AND", std::move(l), parse_cmp());
+            return l;
+        }
+        static expr binary(std::string op, expr a, expr b) {
+            expr e;
+            e.kind = expr::binary;
+            e.name = std::move(op);
+            e.text = a.text + " " + e.name + " " + b.text;
+            e.args.push_back(std::move(a));
+            e.args.push_back(std::move(b));
+            return e;
+        }
+        expr parse_cmp() {
+            expr l = parse_add();
+            for (std::string op : {"=", "!=", "<>", "<=", ">=", "<", ">"})
+                if (accept_sym(op))
+                    return binary(op, std::move(l), parse_add());
+            if (accept_kw("LIKE"))
+                return binary("LIKE", std::move(l), parse_add());
+            if (is_kw("NOT") && is_kw("LIKE", 1)) {
+                i += 2;
+                return binary("NOT LIKE", std::move(l), parse_add());
+            }
+            return l;
+        }
+        expr parse_add() {
+            expr l = parse_primary();
+            for (;;) {
+                if (accept_sym("+"))
+                    l = binary("+", std::move(l), parse_primary());
+                else if (accept_sym("-"))
+                    l = binary("-", std::move(l), parse_primary());
+                else
+                    return l;
+            }
+        }
+        expr parse_primary() {
+            const token& t = peek();
+            expr e;
+            if (accept_sym("(")) {
+                e = parse_expr();
+                expect_sym(")");
+                return e;
+            }
+            if (t.kind == token::string) {
+                e.v = value::of_text(t.text);
+                e.text = "'" + t.text + "'";
+                ++i;
+                return e;
+            }
+            if (t.kind == token::number) {
+                e.v = value::of_number(*detail::sim::to_int(t.text));
+                e.text = t.text;
+                ++i;
+                return e;
+            }
+            if (t.kind == token::param) {
+                e.v = bind(t);
+                e.text = "{" + t.text + ":" + t.type + "}";
+                ++i;
+                return e;
+            }
+            if (t.kind == token::symbol && t.text == "*") {
+                ++i;
+                e.kind = expr::star;
+                e.text = "*";
+                return e;
+            }
+            if (t.kind == token::ident && detail::sim::upper(t.text) == "NULL") {
+                ++i;
+                e.text = "NULL";
+                return e;
+            }
+            if (t.kind == token::ident && detail::sim::upper(t.text) == "INTERVAL") {
+                ++i;
+                expr n = parse_primary();
+                std::string unit = detail::sim::upper(name());
+                std::int64_t mult = unit.starts_with("SECOND") ? 1000
+                                    : unit.starts_with("MINUTE") ? 60000
+                                    : unit.starts_with("HOUR")   ? 3600000
+                                    : unit.starts_with("DAY")    ? 86400000
+                                                                 : (unsupported(), 0);
+                e.v = value::of_number(n.v.n * mult);
+                e.text = "INTERVAL";
+                return e;
+            }
+            if (t.kind == token::ident || t.kind == token::quoted_ident) {
+                std::string n = t.text;
+                ++i;
+                if (t.kind == token::ident && accept_sym("(")) {
+                    e.kind = expr::call;
+                    e.name = n;
+                    e.text = n + "(";
+                    if (!accept_sym(")")) {
+                        for (;;) {
+                            e.args.push_back(parse_expr());
+                            e.text += e.args.back().text;
+                            if (accept_sym(")"))
+                                break;
+                            expect_sym(",");
+                            e.text += ", ";
+                        }
+                    }
+                    e.text += ")";
+                    return e;
+                }
+                e.kind = expr::column;
+                e.name = n;
+                e.text = n;
+                return e;
+            }
+            unsupported();
+        }
+
+        void run(std::vector<std::string>& out) {
+            if (accept_kw("SELECT"))
+                return select(out);
+            if (accept_kw("INSERT"))
+                return insert();
+            if (accept_kw("CREATE"))
+                return create();
+            if (accept_kw("DELETE")) {
+                expect_kw("FROM");
+                table& t = s.lookup(table_name());
+                expect_kw("WHERE");
+                expr cond = parse_expr();
+                finish();
+                s.delete_where(t, cond);
+                return;
+            }
+            if (accept_kw("ALTER")) {
+                expect_kw("TABLE");
+                table& t = s.lookup(table_name());
+                expect_kw("DELETE");
+                expect_kw("WHERE");
+                expr cond = parse_expr();
+                finish();
+                s.eval(cond, t, std::vector<detail::sim::value>(t.columns.size())); // validates columns
+                t.mutations.push_back(std::move(cond));
+                return;
+            }
+            if (accept_kw("OPTIMIZE")) {
+                expect_kw("TABLE");
+                table& t = s.lookup(table_name());
+                accept_kw("FINAL");
+                finish();
+                s.merge_locked(t, true);
+                return;
+            }
+            if (accept_kw("SYSTEM")) {
+                bool stop = accept_kw("STOP");
+                if (!stop)
+                    expect_kw("START");
+                expect_kw("MERGES");
+                if (at_end()) {
+                    for (auto& [_, t] : s.tables_)
+                        t.merges_stopped = stop;
+                    return;
+                }
+                table& t = s.lookup(table_name());
+                finish();
+                t.merges_stopped = stop;
+                return;
+            }
+            if (accept_kw("TRUNCATE")) {
+                accept_kw("TABLE");
+                table& t = s.lookup(table_name());
+                finish();
+                t.parts.clear();
+                return;
+            }
+            unsupported();
+        }
+
+        std::map<std::string, value> leading_settings() {
+            std::map<std::string, value> settings;
+            expect_kw("SETTINGS");
+            do {
+                std::string k = name();
+                expect_sym("=");
+                settings[k] = parse_primary().v;
+            } while (accept_sym(","));
+            return settings;
+        }
+
+        /// Trailing SETTINGS (returned) / FORMAT; anything else is unsupported.
+        std::map<std::string, value> finish(std::string* format = nullptr) {
+            std::map<std::string, value> settings;
+            for (;;) {
+                if (accept_kw("SETTINGS")) {
+                    do {
+                        std::string k = name();
+                        expect_sym("=");
+                        settings[k] = parse_primary().v;
+                    } while (accept_sym(","));
+                } else if (accept_kw("FORMAT")) {
+                    std::string f = name();
+                    if (format)
+                        *format = f;
+                } else
+                    break;
+            }
+            accept_sym(";");
+            if (!at_end())
+                unsupported();
+            return settings;
+        }
+
+        void create() {
+            if (accept_kw("DATABASE")) {
+                bool if_not = accept_kw("IF") && (expect_kw("NOT"), expect_kw("EXISTS"), true);
+                std::string db = name();
+                finish();
+                if (!s.databases_.insert(db).second && !if_not)
+                    throw sim_error{82, "Database " + db + " already exists"};
+                return;
+            }
+            expect_kw("TABLE");
+            bool if_not = accept_kw("IF") && (expect_kw("NOT"), expect_kw("EXISTS"), true);
+            std::string full = table_name();
+            auto dot = full.find('.');
+            if (dot == std::string::npos)
+                unsupported();
+            table t;
+            t.database = full.substr(0, dot);
+            t.name = full.substr(dot + 1);
+            expect_sym("(");
+            for (;;) {
+                detail::sim::column_def c;
+                c.name = name();
+                std::size_t start = peek().pos;
+                int depth = 0;
+                while (!at_end() && !(depth == 0 && (is_sym(",") || is_sym(")") || is_kw("DEFAULT")))) {
+                    if (is_sym("("))
+                        ++depth;
+                    if (is_sym(")"))
+                        --depth;
+                    ++i;
+                }
+                c.type = stmt.sql.substr(start, peek().pos - start);
+                while (!c.type.empty() && c.type.back() == ' ')
+                    c.type.pop_back();
+                if (accept_kw("DEFAULT"))
+                    c.default_value = parse_expr();
+                t.columns.push_back(std::move(c));
+                if (accept_sym(")"))
+                    break;
+                expect_sym(",");
+            }
+            expect_kw("ENGINE");
+            expect_sym("=");
+            std::size_t engine_start = peek().pos;
+            t.engine = name();
+            if (accept_sym("(")) {
+                if (!accept_sym(")")) {
+                    std::string ver = name();
+                    t.version_col = t.find(ver);
+                    if (!t.version_col)
+                        throw sim_error{47, "Missing column " + ver};
+                    expect_sym(")");
+                }
+            }
+            if (t.engine != "MergeTree" && t.engine != "ReplacingMergeTree")
+                unsupported();
+            expect_kw("ORDER");
+            expect_kw("BY");
+            auto key_col = [&] {
+                std::string k = name();
+                auto idx = t.find(k);
+                if (!idx)
+                    throw sim_error{47, "Missing column " + k};
+                t.key_cols.push_back(*idx);
+            };
+            if (accept_sym("(")) {
+                if (!accept_sym(")")) {
+                    do
+                        key_col();
+                    while (accept_sym(","));
+                    expect_sym(")");
+                }
+            } else
+                key_col();
+            if (accept_kw("TTL")) {
+                std::string col = name();
+                t.ttl_col = t.find(col);
+                if (!t.ttl_col)
+                    throw sim_error{47, "Missing column " + col};
+                expect_sym("+");
+                expr iv = parse_primary();
+                t.ttl_ms = iv.v.n;
+            }
+            t.engine_full = stmt.sql.substr(engine_start);
+            auto settings = finish();
+            if (auto it = settings.find("non_replicated_deduplication_window"); it != settings.end())
+                t.dedup_window = it->second.n;
+            if (!s.databases_.count(t.database))
+                throw sim_error{81, "Database " + t.database + " does not exist"};
+            std::string key = t.database + "." + t.name;
+            if (s.tables_.count(key)) {
+                if (if_not)
+                    return;
+                throw sim_error{57, "Table " + key + " already exists"};
+            }
+            s.tables_.emplace(key, std::move(t));
+        }
+
+        void insert() {
+            expect_kw("INTO");
+            table& t = s.lookup(table_name());
+            std::vector<std::size_t> cols;
+            if (accept_sym("(")) {
+                do {
+                    std::string c = name();
+                    auto idx = t.find(c);
+                    if (!idx)
+                        throw sim_error{16, "No such column " + c + " in table " + t.database + "." + t.name};
+                    cols.push_back(*idx);
+                } while (accept_sym(","));
+                expect_sym(")");
+            } else {
+                for (std::size_t k = 0; k < t.columns.size(); ++k)
+                    cols.push_back(k);
+            }
+            std::vector<std::vector<value>> given;
+            std::map<std::string, value> settings;
+            if (is_kw("SETTINGS"))
+                settings = leading_settings();
+            std::vector<detail::sim::value> no_row(t.columns.size());
+            if (accept_kw("VALUES")) {
+                do {
+                    expect_sym("(");
+                    std::vector<value> r;
+                    do
+                        r.push_back(s.eval(parse_expr(), t, no_row));
+                    while (accept_sym(","));
+                    expect_sym(")");
+                    given.push_back(std::move(r));
+                } while (accept_sym(","));
+                settings.merge(finish());
+            } else if (accept_kw("SELECT")) {
+                std::vector<value> r;
+                do
+                    r.push_back(s.eval(parse_expr(), t, no_row));
+                while (accept_sym(","));
+                given.push_back(std::move(r));
+                settings.merge(finish());
+            } else if (is_kw("FORMAT") || is_kw("SETTINGS")) {
+                std::string format;
+                settings.merge(finish(&format));
+                if (format != "JSONEachRow")
+                    unsupported();
+                std::string_view data = stmt.data;
+                while (!data.empty()) {
+                    auto nl = data.find('\n');
+                    std::string_view line = data.substr(0, nl);
+                    data.remove_prefix(nl == std::string_view::npos ? data.size() : nl + 1);
+                    if (line.empty())
+                        continue;
+                    boost::system::error_code jec;
+                    auto jv = detail::sim::json::parse(line, jec);
+                    if (jec || !jv.is_object())
+                        throw sim_error{117, "Cannot parse JSONEachRow input: " + std::string(line.substr(0, 100))};
+                    std::vector<value> r;
+                    for (auto c : cols) {
+                        auto* f = jv.as_object().if_contains(t.columns[c].name);
+                        if (!f || f->is_null())
+                            r.push_back(value::of_null());
+                        else if (f->is_string())
+                            r.push_back(value::of_text(std::string(f->get_string())));
+                        else if (f->is_int64())
+                            r.push_back(value::of_number(f->get_int64()));
+                        else
+                            r.push_back(value::of_text(detail::sim::json::serialize(*f)));
+                    }
+                    given.push_back(std::move(r));
+                }
+            } else
+                unsupported();
+            if (auto it = settings.find("insert_deduplication_token"); it != settings.end() && t.dedup_window > 0) {
+                std::string tok = it->second.s;
+                if (std::find(t.dedup_log.begin(), t.dedup_log.end(), tok) != t.dedup_log.end())
+                    return; // dropped, reported as success
+                t.dedup_log.push_back(tok);
+                if (static_cast<std::int64_t>(t.dedup_log.size()) > t.dedup_window)
+                    t.dedup_log.erase(t.dedup_log.begin());
+            }
+            detail::sim::part p;
+            for (auto& g : given) {
+                if (g.size() != cols.size())
+                    throw sim_error{20, "Number of columns doesn't match in: " + stmt.sql};
+                detail::sim::row r;
+                r.cells.resize(t.columns.size());
+                std::vector<bool> set(t.columns.size(), false);
+                for (std::size_t k = 0; k < cols.size(); ++k) {
+                    r.cells[cols[k]] = coerce(t.columns[cols[k]], std::move(g[k]));
+                    set[cols[k]] = true;
+                }
+                for (std::size_t k = 0; k < t.columns.size(); ++k) {
+                    if (set[k])
+                        continue;
+                    auto& c = t.columns[k];
+                    r.cells[k] = c.default_value ? coerce(c, s.eval(*c.default_value, t, no_row))
+                                                 : default_of(c.type);
+                }
+                r.seq = ++s.seq_;
+                p.rows.push_back(std::move(r));
+            }
+            if (!p.rows.empty())
+                t.parts.push_back(std::move(p));
+        }
+
+        static bool nullable(const std::string& type) { return type.starts_with("Nullable"); }
+        static bool is_time(const std::string& type) { return type.find("DateTime") != std::string::npos; }
+        static value default_of(const std::string& type) {
+            if (nullable(type))
+                return value::of_null();
+            if (type == "String")
+                return value::of_text("");
+            return value::of_number(0);
+        }
+        value coerce(const detail::sim::column_def& c, value v) const {
+            if (v.kind == value::null) {
+                if (!nullable(c.type))
+                    throw sim_error{53, "Cannot insert NULL into non-Nullable column " + c.name};
+                return v;
+            }
+            if (c.type.find("String") != std::string::npos) {
+                if (v.kind == value::number)
+                    return value::of_text(std::to_string(v.n));
+                return v;
+            }
+            if (v.kind == value::text) {
+                auto n = detail::sim::to_int(v.s);
+                if (!n)
+                    throw sim_error{41, "Cannot parse " + c.type + " from '" + v.s + "' (simulated)"};
+                return value::of_number(is_time(c.type) ? *n * 1000 : *n);
+            }
+            v.quoted64 = false;
+            if (c.type == "DateTime")
+                v.n = v.n / 1000 * 1000;
+            return v;
+        }
+
+        struct item {
+            expr e;
+            std::string name;
+            bool count = false;
+        };
+
+        void select(std::vector<std::string>& out) {
+            bool distinct = accept_kw("DISTINCT");
+            std::vector<item> items;
+            do {
+                item it;
+                if (is_kw("COUNT") && peek(1).kind == token::symbol && peek(1).text == "(") {
+                    i += 2;
+                    if (!accept_sym(")")) {
+                        accept_sym("*");
+                        expect_sym(")");
+                    }
+                    it.count = true;
+                    it.e.text = "count()";
+                } else {
+                    it.e = parse_expr();
+                }
+                it.name = it.e.text;
+                if (accept_kw("AS"))
+                    it.name = name();
+                items.push_back(std::move(it));
+            } while (accept_sym(","));
+
+            table scratch;
+            const table* src = &scratch;
+            std::vector<std::vector<value>> rows;
+            bool final_ = false;
+            if (accept_kw("FROM")) {
+                std::string tn = table_name();
+                if (tn == "system.tables" || tn == "system.columns" || tn == "system.mutations") {
+                    system_table(tn, scratch, rows);
+                } else {
+                    const table& t = s.lookup(tn);
+                    src = &t;
+                    final_ = accept_kw("FINAL");
+                    std::vector<detail::sim::row> all;
+                    for (auto& p : t.parts)
+                        for (auto& r : p.rows)
+                            all.push_back(r);
+                    if (final_)
+                        all = collapse(t, std::move(all));
+                    for (auto& r : all)
+                        rows.push_back(std::move(r.cells));
+                }
+            } else {
+                rows.emplace_back(); // one row, no columns
+            }
+            if (accept_kw("WHERE")) {
+                expr cond = parse_expr();
+                std::erase_if(rows, [&](const std::vector<value>& r) { return !truthy(s.eval(cond, *src, r)); });
+            }
+            std::vector<std::pair<expr, bool>> order;
+            if (accept_kw("ORDER")) {
+                expect_kw("BY");
+                do {
+                    expr e = parse_expr();
+                    bool desc = accept_kw("DESC");
+                    if (!desc)
+                        accept_kw("ASC");
+                    order.emplace_back(std::move(e), desc);
+                } while (accept_sym(","));
+            }
+            std::optional<std::int64_t> limit;
+            if (accept_kw("LIMIT")) {
+                auto& t = peek();
+                if (t.kind != token::number)
+                    unsupported();
+                limit = *detail::sim::to_int(t.text);
+                ++i;
+            }
+            std::string format = stmt.format;
+            auto settings = finish(&format);
+            if (format.empty())
+                format = "TabSeparated";
+            if (format != "TabSeparated" && format != "JSONEachRow" && format != "TSV")
+                unsupported();
+            std::size_t block = 1000;
+            if (auto it = settings.find("max_block_size"); it != settings.end() && it->second.n > 0)
+                block = static_cast<std::size_t>(it->second.n);
+
+            // Evaluate every item on every row up front, so invalid expressions fail
+            // even on an empty table.
+            if (!order.empty()) {
+                std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+                    for (auto& [e, desc] : order) {
+                        auto c = detail::sim::compare(s.eval(e, *src, a), s.eval(e, *src, b));
+                        int ci = c ? *c : 0;
+                        if (ci != 0)
+                            return desc ? ci > 0 : ci < 0;
+                    }
+                    return false;
+                });
+            }
+            std::vector<std::vector<value>> result;
+            bool aggregate = std::any_of(items.begin(), items.end(), [](const item& it) { return it.count; });
+            std::vector<value> probe(src->columns.size());
+            for (auto& it : items)
+                if (!it.count)
+                    s.eval(it.e, *src, rows.empty() ? probe : rows.front());
+            if (aggregate) {
+                std::vector<value> r;
+                for (auto& it : items) {
+                    if (!it.count)
+                        unsupported();
+                    value v = value::of_number(static_cast<std::int64_t>(rows.size()));
+                    v.quoted64 = true;
+                    r.push_back(v);
+                }
+                result.push_back(std::move(r));
+            } else {
+                std::set<std::vector<std::string>> seen;
+                for (auto& row : rows) {
+                    std::vector<value> r;
+                    for (auto& it : items)
+                        r.push_back(s.eval(it.e, *src, row));
+                    if (distinct) {
+                        std::vector<std::string> key;
+                        for (auto& v : r)
+                            key.push_back(std::to_string(v.kind) + ":" + v.s + ":" + std::to_string(v.n));
+                        if (!seen.insert(key).second)
+                            continue;
+                    }
+                    result.push_back(std::move(r));
+                }
+            }
+            if (limit && static_cast<std::int64_t>(result.size()) > *limit)
+                result.resize(static_cast<std::size_t>(*limit));
+
+            // Output types: a bare column of a time type is formatted as a time.
+            std::vector<std::string> types;
+            for (auto& it : items) {
+                std::string ty;
+                if (it.e.kind == expr::column)
+                    if (auto idx = src->find(it.e.name))
+                        ty = src->columns[*idx].type;
+                if (it.e.kind == expr::call && detail::sim::upper(it.e.name).starts_with("TODATETIME"))
+                    ty = "DateTime";
+                types.push_back(ty);
+            }
+            std::string chunk;
+            std::size_t in_chunk = 0;
+            for (auto& r : result) {
+                if (format == "JSONEachRow") {
+                    chunk += '{';
+                    for (std::size_t k = 0; k < r.size(); ++k) {
+                        if (k)
+                            chunk += ',';
+                        chunk += detail::sim::json::serialize(detail::sim::json::string(items[k].name));
+                        chunk += ':';
+                        chunk += json_value(r[k], types[k]);
+                    }
+                    chunk += "}\n";
+                } else {
+                    for (std::size_t k = 0; k < r.size(); ++k) {
+                        if (k)
+                            chunk += '\t';
+                        chunk += tsv_value(r[k], types[k]);
+                    }
+                    chunk += '\n';
+                }
+                if (++in_chunk == block) {
+                    out.push_back(std::move(chunk));
+                    chunk.clear();
+                    in_chunk = 0;
+                }
+            }
+            if (!chunk.empty())
+                out.push_back(std::move(chunk));
+        }
+
+        static std::string text_of(const value& v, const std::string& type) {
+            if (v.kind == value::text)
+                return v.s;
+            if (type == "DateTime")
+                return detail::sim::format_time(v.n, false);
+            if (type.starts_with("DateTime64"))
+                return detail::sim::format_time(v.n, true);
+            return std::to_string(v.n);
+        }
+        static std::string json_value(const value& v, const std::string& type) {
+            if (v.kind == value::null)
+                return "null";
+            if (v.kind == value::number && !v.quoted64 && !is_time(type))
+                return std::to_string(v.n);
+            return detail::sim::json::serialize(detail::sim::json::string(text_of(v, type)));
+        }
+        static std::string tsv_value(const value& v, const std::string& type) {
+            if (v.kind == value::null)
+                return "\\N";
+            std::string out;
+            for (char c : text_of(v, type)) {
+                switch (c) {
+                case '\\': out += "\\\\"; break;
+                case '\t': out += "\\t"; break;
+                case '\n': out += "\\n"; break;
+                default: out += c;
+                }
+            }
+            return out;
+        }
+
+        void system_table(const std::string& tn, table& scratch, std::vector<std::vector<value>>& rows) {
+            auto col = [&](std::string n, std::string ty) { scratch.columns.push_back({std::move(n), std::move(ty), {}}); };
+            if (tn == "system.mutations") {
+                col("database", "String");
+                col("table", "String");
+                col("is_done", "UInt8");
+                for (auto& [_, t] : s.tables_)
+                    for (std::size_t k = 0; k < t.mutations.size(); ++k)
+                        rows.push_back({value::of_text(t.database), value::of_text(t.name), value::of_number(0)});
+            } else if (tn == "system.tables") {
+                col("database", "String");
+                col("name", "String");
+                col("engine", "String");
+                col("engine_full", "String");
+                for (auto& [_, t] : s.tables_)
+                    rows.push_back({value::of_text(t.database), value::of_text(t.name), value::of_text(t.engine),
+                                    value::of_text(t.engine_full)});
+            } else {
+                col("database", "String");
+                col("table", "String");
+                col("name", "String");
+                col("type", "String");
+                col("position", "UInt64");
+                for (auto& [_, t] : s.tables_)
+                    for (std::size_t k = 0; k < t.columns.size(); ++k)
+                        rows.push_back({value::of_text(t.database), value::of_text(t.name),
+                                        value::of_text(t.columns[k].name), value::of_text(t.columns[k].type),
+                                        value::of_number(static_cast<std::int64_t>(k + 1))});
+            }
+        }
+    };
+
+    mutable std::mutex mutex_;
+    manual_clock clock_;
+    bool manual_ = false;
+    std::string version_ = "25.3.1.1";
+    std::set<std::string> databases_{"default", "system"};
+    std::map<std::string, table> tables_;
+    std::uint64_t seq_ = 0;
+    std::vector<request> queue_;
+};
+
+/// A client connection to a simulated_clickhouse; cheap to copy. `client`
+/// identifies it in simulated_clickhouse::pending().
+class simulated_transport {
+public:
+    simulated_transport(std::shared_ptr<simulated_clickhouse> server, asio::any_io_executor ex, std::size_t client = 0)
+        : server_(std::move(server)), ex_(std::move(ex)), client_(client) {}
+
+    asio::any_io_executor get_executor() const { return ex_; }
+    const std::shared_ptr<simulated_clickhouse>& server() const noexcept { return server_; }
+    std::size_t client() const noexcept { return client_; }
+
+    template <class CompletionToken>
+    auto async_execute(const statement& stmt, result_sink sink, diagnostics& diag, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [server = server_, ex = ex_, client = client_](auto handler, const statement* stmt, result_sink sink,
+                                                           diagnostics* diag) {
+                server->submit(client, *stmt, std::move(sink), *diag, std::move(handler), ex);
+            },
+            token, &stmt, std::move(sink), &diag);
+    }
+
+private:
+    std::shared_ptr<simulated_clickhouse> server_;
+    asio::any_io_executor ex_;
+    std::size_t client_ = 0;
+};
+
+static_assert(transport<simulated_transport>);
+
+} // namespace chstate

@@ -1,0 +1,449 @@
+// The store contract on the simulated server (automatic delivery), and the
+// lock-schedule explorer (manual delivery): N simulated clients run
+// acquire → read-modify-write of a counter → release while the explorer
+// decides the order in which their statements reach the server, when the
+// lock table is merged and when simulated time moves.
+#include "support.hpp"
+
+#include <chstate/transport/simulated.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <random>
+
+namespace simulation_tests {
+
+using namespace chstate;
+namespace asio = boost::asio;
+
+/// Runs the blocking contract calls' store operations.
+inline asio::any_io_executor pool_executor() {
+    static asio::thread_pool pool(1);
+    return pool.get_executor();
+}
+
+struct simulated_fixture {
+    using transport_type = simulated_transport;
+    static constexpr const char* name = "simulated";
+    std::shared_ptr<simulated_clickhouse> server = simulated_clickhouse::create();
+    transport_type make_transport() { return simulated_transport(server, pool_executor()); }
+};
+
+// doctest keys a test case by file, line and name, not by suite: the
+// contract's cases get a prefix so they do not collide with the other
+// transports' instantiations of the same lines. And doctest names a suite's
+// namespace by __COUNTER__, so the contract's inline helper types
+// (store_under_test, …) need our own enclosing namespace to stay distinct
+// from another TU's (an ODR clash otherwise).
+#undef TEST_CASE
+#define TEST_CASE(name) DOCTEST_TEST_CASE("simulated: " name)
+TEST_SUITE("simulated") {
+    using fixture = simulation_tests::simulated_fixture;
+#include "contract_cases.ipp"
+}
+#undef TEST_CASE
+#define TEST_CASE(name) DOCTEST_TEST_CASE(name)
+
+TEST_SUITE("simulated") {
+
+using namespace std::chrono_literals;
+
+// ---- model checks of the simulator itself -----------------------------------
+
+inline std::string sql(simulated_clickhouse& s, const std::string& text, std::vector<parameter> params = {},
+                       std::string format = "TabSeparated") {
+    statement st{text, std::move(params), std::move(format), {}, false};
+    std::string out;
+    diagnostics d;
+    auto ec = s.execute(st, out, d);
+    if (ec)
+        throw error(ec, d.message);
+    return out;
+}
+
+TEST_CASE("simulated: ReplacingMergeTree semantics, TTL, mutations, deduplication") {
+    manual_clock clock(time_point{} + std::chrono::seconds(1'700'000'000));
+    auto s = simulated_clickhouse::create(clock);
+    sql(*s, "CREATE DATABASE IF NOT EXISTS `m`");
+    sql(*s, "CREATE TABLE IF NOT EXISTS `m`.`l` (state_id String, lock_id String, locked_at DateTime DEFAULT now())"
+            " ENGINE = ReplacingMergeTree(locked_at) ORDER BY state_id TTL locked_at + INTERVAL 300 SECOND");
+    sql(*s, "INSERT INTO `m`.`l` (state_id, lock_id) VALUES ('a', 'x')");
+    sql(*s, "INSERT INTO `m`.`l` (state_id, lock_id) VALUES ('a', 'w')");
+    CHECK(s->part_count("m.l") == 2);
+    CHECK(sql(*s, "SELECT lock_id FROM m.l ORDER BY lock_id") == "w\nx\n");
+    // equal versions: the last inserted wins
+    CHECK(sql(*s, "SELECT lock_id FROM m.l FINAL") == "w\n");
+    CHECK(s->merge("`m`.`l`") == 1);
+    CHECK(sql(*s, "SELECT lock_id FROM m.l") == "w\n");
+    // a higher version wins over a later insert
+    sql(*s, "INSERT INTO m.l (state_id, lock_id, locked_at) SELECT 'b', 'new', toDateTime({t:UInt32})",
+        {{"t", "UInt32", "1700000100"}});
+    sql(*s, "INSERT INTO m.l (state_id, lock_id, locked_at) SELECT 'b', 'old', toDateTime({t:UInt32})",
+        {{"t", "UInt32", "1700000050"}});
+    CHECK(sql(*s, "SELECT lock_id FROM m.l FINAL WHERE state_id = {id:String}", {{"id", "String", "b"}}) == "new\n");
+    // mutations wait; lightweight deletes do not
+    sql(*s, "ALTER TABLE m.l DELETE WHERE state_id = 'b'");
+    CHECK(sql(*s, "SELECT count() FROM m.l") == "3\n");
+    CHECK(s->apply_mutations() == 2);
+    sql(*s, "DELETE FROM m.l WHERE lock_id = 'w'");
+    CHECK(sql(*s, "SELECT count() AS n FROM m.l", {}, "JSONEachRow") == "{\"n\":\"0\"}\n");
+    // TTL at merge time, on the server clock
+    sql(*s, "INSERT INTO m.l (state_id, lock_id) VALUES ('c', 'z')");
+    clock.advance(299s);
+    s->merge("m.l");
+    CHECK(s->row_count("m.l") == 1);
+    clock.advance(1s);
+    s->merge("m.l");
+    CHECK(s->row_count("m.l") == 0);
+    // deduplication by token
+    sql(*s, "CREATE TABLE m.d (k String, v String) ENGINE = MergeTree ORDER BY k"
+            " SETTINGS non_replicated_deduplication_window = 100");
+    sql(*s, "INSERT INTO m.d (k, v) SETTINGS insert_deduplication_token = 't1' VALUES ('k', 'first')");
+    sql(*s, "INSERT INTO m.d (k, v) SETTINGS insert_deduplication_token = 't1' VALUES ('k', 'second')");
+    CHECK(sql(*s, "SELECT v FROM m.d") == "first\n");
+    // merges can be stopped, as on a server
+    sql(*s, "INSERT INTO m.l (state_id, lock_id) VALUES ('d', '1')");
+    sql(*s, "INSERT INTO m.l (state_id, lock_id) VALUES ('d', '2')");
+    sql(*s, "SYSTEM STOP MERGES m.l");
+    CHECK(s->merge("m.l") == 0);
+    sql(*s, "SYSTEM START MERGES m.l");
+    CHECK(s->merge("m.l") == 1);
+    // unknown statements name themselves
+    statement bad{"GRANT ALL ON m.l TO someone", {}, {}, {}, false};
+    std::string out;
+    diagnostics d;
+    auto ec = s->execute(bad, out, d);
+    CHECK(ec == make_clickhouse_error(48));
+    CHECK(d.message.find("GRANT ALL ON m.l TO someone") != std::string::npos);
+}
+
+// ---- the schedule explorer ---------------------------------------------------
+
+/// Maps the store's random lock ids to ids whose order the explorer chooses
+/// (so schedules replay deterministically), and back in replies.
+struct id_map {
+    enum class policy { ascending, descending, random } order = policy::ascending;
+    std::mt19937_64* rng = nullptr;
+    std::uint32_t counter = 0;
+    std::map<std::string, std::string> to_det, from_det;
+
+    std::string det(const std::string& real) {
+        auto it = to_det.find(real);
+        if (it != to_det.end())
+            return it->second;
+        std::uint32_t rank = order == policy::ascending    ? ++counter
+                             : order == policy::descending ? 0xffffffffu - ++counter
+                                                           : static_cast<std::uint32_t>((*rng)());
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%08x-0000-4000-8000-%012x", rank, static_cast<unsigned>(to_det.size()));
+        to_det[real] = buf;
+        from_det[buf] = real;
+        return buf;
+    }
+    std::string back(std::string_view chunk) const {
+        std::string s(chunk);
+        for (auto& [d, real] : from_det)
+            for (auto p = s.find(d); p != std::string::npos; p = s.find(d, p + real.size()))
+                s.replace(p, d.size(), real);
+        return s;
+    }
+};
+
+class det_transport {
+public:
+    det_transport(simulated_transport inner, std::shared_ptr<id_map> m) : inner_(std::move(inner)), map_(std::move(m)) {}
+    asio::any_io_executor get_executor() const { return inner_.get_executor(); }
+
+    template <class CompletionToken>
+    auto async_execute(const statement& stmt, result_sink sink, diagnostics& diag, CompletionToken&& token) {
+        statement s = stmt;
+        for (auto& p : s.parameters)
+            if (p.name == "lock_id" && p.value)
+                p.value = map_->det(*p.value);
+        // The rewritten statement travels with the operation (an awaitable
+        // token starts it only when awaited); the simulator copies it.
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [inner = inner_, m = map_](auto handler, statement s, result_sink sink, diagnostics* d) mutable {
+                inner.async_execute(
+                    s, [m, sink = std::move(sink)](std::string_view c) { return sink(m->back(c)); }, *d,
+                    std::move(handler));
+            },
+            token, std::move(s), std::move(sink), &diag);
+    }
+
+private:
+    simulated_transport inner_;
+    std::shared_ptr<id_map> map_;
+};
+
+using sim_store = basic_state_store<det_transport, manual_clock>;
+
+struct scenario {
+    const char* name;
+    int clients = 2;
+    int rounds = 1;             ///< critical sections per client
+    bool merges = false;        ///< the explorer may merge the lock table at any point
+    bool delays = false;        ///< the explorer may let time pass while statements are in flight
+    duration work{0};           ///< time spent inside the critical section
+    duration skew{0};           ///< client i's clock reads i*skew ahead
+    duration start_gap{0};      ///< client i starts i*start_gap late
+    lock_options lock{};
+};
+
+struct outcome {
+    bool double_grant = false;
+    bool lost_update = false;
+    bool stuck = false;
+    int completed = 0;
+    int gave_up = 0;
+};
+
+inline bool trace() {
+    static bool on = std::getenv("CHSTATE_SIM_TRACE") != nullptr;
+    return on;
+}
+
+/// Decides at each branching point; returns the index of the chosen option.
+using chooser = std::function<std::size_t(std::size_t options)>;
+
+inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt19937_64& rng, const chooser& choose) {
+    asio::io_context ioc;
+    manual_clock base(time_point{} + std::chrono::seconds(1'700'000'000));
+    auto server = simulated_clickhouse::create(base, true);
+    auto ids = std::make_shared<id_map>();
+    ids->order = order;
+    ids->rng = &rng;
+    store_options o;
+    o.schema = "sim";
+    o.lock = sc.lock;
+    std::vector<std::unique_ptr<sim_store>> stores;
+    for (int c = 0; c < sc.clients; ++c)
+        stores.push_back(std::make_unique<sim_store>(
+            ioc.get_executor(), det_transport(simulated_transport(server, ioc.get_executor(), std::size_t(c)), ids), o,
+            base.skewed(sc.skew * c)));
+
+    outcome out;
+    int inside = 0;
+    for (int c = 0; c < sc.clients; ++c) {
+        asio::co_spawn(
+            ioc,
+            [&, c]() -> asio::awaitable<void> {
+                auto& st = *stores[c];
+                auto tup = asio::as_tuple(asio::use_awaitable);
+                if (sc.start_gap.count() > 0 && c > 0)
+                    co_await st.get_clock().async_wait(ioc.get_executor(), sc.start_gap * c, tup);
+                for (int r = 0; r < sc.rounds; ++r) {
+                    diagnostics diag;
+                    auto [ec, lease] = co_await st.async_acquire_lock(std::string("job"), diag, tup);
+                    if (ec) {
+                        if (trace())
+                            std::printf("  client %d: acquire failed: %s: %s\n", c, ec.message().c_str(), diag.message.c_str());
+                        ++out.gave_up;
+                        co_return; // gave up (timeout): not a safety violation
+                    }
+                    if (++inside > 1)
+                        out.double_grant = true;
+                    auto [gec, cur] = co_await st.async_get(std::string("job"), tup);
+                    std::int64_t n = (!gec && cur) ? cur->completed_state.at("n").as_int64() : 0;
+                    if (sc.work.count() > 0)
+                        co_await st.get_clock().async_wait(ioc.get_executor(), sc.work, tup);
+                    state next{std::string("job"), {}, json::object{{"n", n + 1}}};
+                    auto [sec] = co_await st.async_set(std::move(next), tup);
+                    --inside;
+                    if (!sec)
+                        ++out.completed;
+                    co_await lease.async_release(tup);
+                }
+            },
+            asio::detached);
+    }
+
+    const std::string lock_table = "sim.state_lock";
+    for (int steps = 0;; ++steps) {
+        if (steps > 20000) {
+            out.stuck = true;
+            break;
+        }
+        ioc.restart();
+        ioc.poll();
+        auto pend = server->pending();
+        // Schema set-up is not interesting: deliver it in order, without a choice.
+        bool setup = false;
+        for (std::size_t k = 0; k < pend.size() && !setup; ++k)
+            if (pend[k].sql.starts_with("SELECT version") || pend[k].sql.starts_with("CREATE")) {
+                server->step(k);
+                setup = true;
+            }
+        if (setup)
+            continue;
+        bool waits = base.pending_waits() > 0;
+        if (pend.empty() && !waits)
+            break;
+        // options: deliver pending[k] | merge the lock table | let time pass
+        std::vector<int> options;
+        for (std::size_t k = 0; k < pend.size(); ++k)
+            options.push_back(int(k));
+        if (pend.empty())
+            options.push_back(-2); // time must pass
+        else if (sc.delays && waits)
+            options.push_back(-2);
+        if (sc.merges && server->part_count(lock_table) >= 2)
+            options.push_back(-1);
+        std::size_t pick = options.size() == 1 ? 0 : choose(options.size());
+        int a = options[pick];
+        if (trace()) {
+            std::string what = a >= 0 ? std::to_string(pend[std::size_t(a)].client) + ": " + pend[std::size_t(a)].sql
+                               : a == -1 ? std::string("merge lock table")
+                                         : std::string("time passes");
+            std::printf("  t=%lld %s\n",
+                        (long long)std::chrono::duration_cast<std::chrono::seconds>(base.now().time_since_epoch()).count() -
+                            1700000000,
+                        what.c_str());
+        }
+        if (a >= 0)
+            server->step(std::size_t(a));
+        else if (a == -1)
+            server->merge(lock_table);
+        else
+            base.advance_to_next();
+    }
+    // Let background work finish, then read the counter.
+    server->set_manual_delivery(false);
+    while (server->pending_count() > 0)
+        server->step(0);
+    ioc.restart();
+    ioc.poll();
+    if (!out.stuck) {
+        std::string reply;
+        diagnostics d;
+        server->execute(statement{"SELECT completed_state FROM sim.state FINAL WHERE state_id = 'job'", {},
+                                  "TabSeparated", {}, false},
+                        reply, d);
+        std::int64_t n = 0;
+        if (!reply.empty())
+            n = json::parse(reply).as_object().at("n").as_int64();
+        out.lost_update = n != out.completed;
+    }
+    stores.clear();
+    return out;
+}
+
+struct tally {
+    std::size_t explored = 0, double_grants = 0, lost_updates = 0, stuck = 0;
+    void add(const outcome& o) {
+        ++explored;
+        double_grants += o.double_grant;
+        lost_updates += o.lost_update;
+        stuck += o.stuck;
+    }
+    void add(const tally& t) {
+        explored += t.explored;
+        double_grants += t.double_grants;
+        lost_updates += t.lost_updates;
+        stuck += t.stuck;
+    }
+};
+
+/// Every schedule whose first `depth` branching choices differ (later
+/// choices take the first option), up to `cap` schedules.
+inline tally explore_exhaustive(const scenario& sc, std::size_t depth, std::size_t cap) {
+    tally t;
+    std::mt19937_64 rng(1);
+    for (auto order : {id_map::policy::ascending, id_map::policy::descending}) {
+        std::vector<std::pair<std::size_t, std::size_t>> path; // (choice, options)
+        for (std::size_t runs = 0; runs < cap / 2; ++runs) {
+            std::size_t pos = 0;
+            auto choose = [&](std::size_t n) -> std::size_t {
+                if (pos >= depth)
+                    return 0;
+                if (pos < path.size())
+                    return path[pos++].first;
+                path.emplace_back(0, n);
+                ++pos;
+                return 0;
+            };
+            t.add(run_schedule(sc, order, rng, choose));
+            path.resize(pos);
+            while (!path.empty() && path.back().first + 1 >= path.back().second)
+                path.pop_back();
+            if (path.empty())
+                break;
+            ++path.back().first;
+        }
+    }
+    return t;
+}
+
+inline tally explore_random(const scenario& sc, std::size_t schedules, std::uint64_t seed) {
+    tally t;
+    std::mt19937_64 rng(seed);
+    for (std::size_t k = 0; k < schedules; ++k) {
+        auto choose = [&](std::size_t n) { return std::size_t(rng() % n); };
+        t.add(run_schedule(sc, id_map::policy::random, rng, choose));
+    }
+    return t;
+}
+
+inline lock_options quick_locks() {
+    lock_options l; // seed constants: settle 1 s, retry 1 s, timeout 30 s, stale 300 s
+    return l;
+}
+
+TEST_CASE("lock-schedules: the seed-compatible protocol under adversarial schedules") {
+    const auto wall_start = std::chrono::steady_clock::now();
+    struct cls {
+        scenario sc;
+        std::size_t depth, cap;
+        bool expect_double_grant;
+        bool expect_lost_update;
+    };
+    lock_options stale_locks = quick_locks();
+    stale_locks.stale_age = 20s;
+    stale_locks.timeout = 60s;
+    std::vector<cls> classes = {
+        {{.name = "interleaving", .work = 2s}, 40, 3000, false, false},
+        {{.name = "merge-collapse", .merges = true}, 16, 3000, true, true},
+        {{.name = "slow-acquirer", .delays = true}, 14, 3000, true, true},
+        {{.name = "stale-holder", .work = 25s, .lock = stale_locks}, 20, 1000, true, true},
+        {{.name = "release-race", .rounds = 2, .work = 1500ms, .start_gap = 500ms}, 40, 3000, false, false},
+        {{.name = "clock-skew", .work = 5s, .skew = 310s}, 20, 1000, true, true},
+    };
+    tally total;
+    for (auto& c : classes) {
+        auto t = explore_exhaustive(c.sc, c.depth, c.cap);
+        std::printf("lock-schedules[%s, N=2, exhaustive depth %zu]: explored=%zu double_grants=%zu lost_updates=%zu "
+                    "stuck=%zu\n",
+                    c.sc.name, c.depth, t.explored, t.double_grants, t.lost_updates, t.stuck);
+        CHECK_MESSAGE((t.double_grants > 0) == c.expect_double_grant, std::string(c.sc.name));
+        CHECK_MESSAGE((t.lost_updates > 0) == c.expect_lost_update, std::string(c.sc.name));
+        CHECK(t.stuck == 0);
+        total.add(t);
+    }
+    for (int n = 3; n <= 5; ++n) {
+        scenario sc{.name = "random-mixed", .clients = n, .merges = true, .delays = true};
+        auto t = explore_random(sc, 1000, 1000 + n);
+        std::printf("lock-schedules[random-mixed, N=%d, seeded]: explored=%zu double_grants=%zu lost_updates=%zu "
+                    "stuck=%zu\n",
+                    n, t.explored, t.double_grants, t.lost_updates, t.stuck);
+        CHECK(t.double_grants > 0);
+        CHECK(t.stuck == 0);
+        total.add(t);
+    }
+    auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    std::printf("lock-schedules: explored=%zu double_grants=%zu lost_updates=%zu (seed-compatible protocol, %.1f s)\n",
+                total.explored, total.double_grants, total.lost_updates, secs);
+    CHECK(total.explored >= 10000);
+}
+
+} // TEST_SUITE("simulated")
+} // namespace simulation_tests
