@@ -17,7 +17,17 @@ export CHSTATE_TEST_SERVER_DIR=$server_dir
 
 test_dir=$(mktemp -d /tmp/chstate-tests.XXXXXX)
 export CHSTATE_TEST_DIR=$test_dir
+log=$test_dir/output.log
 status=0
-./build/tests/chstate_tests "$@" || status=$?
+# (pipefail: a failing test binary fails the pipeline even though tee succeeds)
+./build/tests/chstate_tests "$@" 2>&1 | tee "$log" || status=$?
+# Restate doctest's count as the plain closing line CI reads.
+summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1 || true)
+if [[ $summary =~ ([0-9]+)\ passed\ \|\ ([0-9]+)\ failed ]]; then
+  echo "tests: ${BASH_REMATCH[1]} passed, ${BASH_REMATCH[2]} failed"
+else
+  echo "tests: no doctest summary (the test binary did not finish)" >&2
+  ((status != 0)) || status=1
+fi
 rm -rf "$test_dir"
 exit "$status"
