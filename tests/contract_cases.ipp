@@ -429,6 +429,7 @@ TEST_CASE("lock: an uncontended acquire takes exactly the settle time") {
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
+    o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
     timed_store ts(fx.make_transport(), o);
     auto fut = ts.store.async_acquire_lock("job", asio::use_future);
     auto elapsed = ts.clock.run(ts.ioc);
@@ -447,6 +448,7 @@ TEST_CASE("lock: a second client gives up after the 30 s timeout with state_id_l
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
+    o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
     timed_store ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
@@ -467,6 +469,7 @@ TEST_CASE("lock: a released lock is acquired by the next client") {
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
+    o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
     timed_store ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
@@ -483,6 +486,7 @@ TEST_CASE("lock: a lease destroyed without release frees the lock in the backgro
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
+    o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
     timed_store ts(fx.make_transport(), o);
     {
         auto first = ts.store.async_acquire_lock("job", asio::use_future);
@@ -500,6 +504,7 @@ TEST_CASE("lock: a holder older than the stale age is cleaned up and the lock ta
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
+    o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
     timed_store ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
@@ -518,6 +523,7 @@ TEST_CASE("lock: a holder younger than the stale age is not cleaned up") {
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
+    o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
     o.lock.timeout = 5s;
     timed_store ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
@@ -534,6 +540,7 @@ TEST_CASE("lock: clients with skewed clocks can be expressed (a clock 6 min ahea
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
+    o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
     timed_store holder(fx.make_transport(), o);
     auto first = holder.store.async_acquire_lock("job", asio::use_future);
     holder.clock.run(holder.ioc);
@@ -548,7 +555,9 @@ TEST_CASE("lock: clients with skewed clocks can be expressed (a clock 6 min ahea
 
 TEST_CASE("lock: cancelling an acquire withdraws its candidate row") {
     store_under_test t; // for raw SQL on the same schema
-    timed_store ts(t.fx.make_transport(), t.options);
+    store_options seed_options = t.options;
+    seed_options.lock.mode = lock_mode::seed_compatible;
+    timed_store ts(t.fx.make_transport(), seed_options);
     auto ready = ts.store.async_ensure_schema(asio::use_future);
     ts.clock.run(ts.ioc);
     ready.get();
@@ -565,4 +574,224 @@ TEST_CASE("lock: cancelling an acquire withdraws its candidate row") {
     ts.clock.run(ts.ioc);
     CHECK(ec == asio::error::operation_aborted);
     CHECK(t.raw("SELECT count() FROM " + t.lock_table()) == "0\n");
+}
+
+// ---- the strict lock (lock_mode::strict), on simulated time -----------------
+
+/// True when the transport's server has insert_deduplication_token.
+inline bool strict_supported(fixture& fx) {
+    auto t = fx.make_transport();
+    auto v = test::raw_sql(t, "SELECT version()");
+    return detail::server_features::from_version(v).dedup_token;
+}
+
+inline store_options strict_options() {
+    store_options o;
+    o.schema = test::unique_schema(fixture::name);
+    o.lock.mode = lock_mode::strict;
+    return o;
+}
+
+TEST_CASE("strict lock: an uncontended acquire takes no simulated time; tokens increase per id") {
+    fixture fx;
+    auto o = strict_options();
+    timed_store ts(fx.make_transport(), o);
+    if (!strict_supported(fx)) {
+        diagnostics diag;
+        error_code ec;
+        ts.store.async_acquire_lock("job", diag, [&](error_code e, auto) { ec = e; });
+        ts.clock.run(ts.ioc);
+        CHECK(ec == errc::unsupported);
+        CHECK(diag.message.find("22.2") != std::string::npos);
+        return;
+    }
+    for (std::uint64_t expected = 1; expected <= 3; ++expected) {
+        auto fut = ts.store.async_acquire_lock("job", asio::use_future);
+        auto elapsed = ts.clock.run(ts.ioc);
+        auto lease = fut.get();
+        CHECK(elapsed == duration::zero());
+        CHECK(lease.held());
+        CHECK(lease.token() == expected);
+        CHECK(lease.lock_id().size() == 36);
+        auto rel = lease.async_release(asio::use_future);
+        ts.clock.run(ts.ioc);
+        rel.get();
+    }
+    // another id has its own sequence
+    auto other = ts.store.async_acquire_lock("other", asio::use_future);
+    ts.clock.run(ts.ioc);
+    CHECK(other.get().token() == 1);
+}
+
+TEST_CASE("strict lock: uncontended update() and clear() take no simulated time") {
+    fixture fx;
+    if (!strict_supported(fx))
+        return;
+    auto o = strict_options();
+    timed_store ts(fx.make_transport(), o);
+    auto fut = ts.store.async_update(make_state("job", R"({"a":1})", "{}"), asio::use_future);
+    CHECK(ts.clock.run(ts.ioc) == duration::zero());
+    CHECK(fut.get().partial_state == obj(R"({"a":1})"));
+    auto upd = ts.store.async_update(make_state("job", R"({"b":2})", "{}"), asio::use_future);
+    CHECK(ts.clock.run(ts.ioc) == duration::zero());
+    CHECK(upd.get().partial_state == obj(R"({"a":1,"b":2})"));
+    auto clr = ts.store.async_clear("job", asio::use_future);
+    CHECK(ts.clock.run(ts.ioc) == duration::zero());
+    clr.get();
+    auto got = ts.store.async_get("job", asio::use_future);
+    ts.clock.run(ts.ioc);
+    CHECK_FALSE(got.get().has_value());
+}
+
+TEST_CASE("strict lock: a second client gives up after the timeout with state_id_locked") {
+    fixture fx;
+    if (!strict_supported(fx))
+        return;
+    auto o = strict_options();
+    timed_store ts(fx.make_transport(), o);
+    auto first = ts.store.async_acquire_lock("job", asio::use_future);
+    ts.clock.run(ts.ioc);
+    auto lease = first.get();
+    diagnostics diag;
+    error_code second_ec;
+    ts.store.async_acquire_lock("job", diag, [&](error_code ec, auto) { second_ec = ec; });
+    auto elapsed = ts.clock.run(ts.ioc);
+    CHECK(second_ec == errc::state_id_locked);
+    CHECK(diag.message == "Could not acquire lock for state_id: job");
+    CHECK(elapsed >= o.lock.timeout);
+    CHECK(elapsed <= o.lock.timeout + o.lock.retry_interval);
+}
+
+TEST_CASE("strict lock: an expired lease is taken over and the old holder is fenced off") {
+    fixture fx;
+    if (!strict_supported(fx))
+        return;
+    auto o = strict_options();
+    timed_store ts(fx.make_transport(), o);
+    auto first = ts.store.async_acquire_lock("job", asio::use_future);
+    ts.clock.run(ts.ioc);
+    auto old = first.get();
+    auto ok = old.async_verify(asio::use_future);
+    ts.clock.run(ts.ioc);
+    CHECK_NOTHROW(ok.get());
+    ts.clock.advance(o.lock.lease_ttl + 1s);
+    auto second = ts.store.async_acquire_lock("job", asio::use_future);
+    CHECK(ts.clock.run(ts.ioc) == duration::zero());
+    auto lease = second.get();
+    CHECK(lease.token() == old.token() + 1);
+    error_code verify_ec, renew_ec;
+    old.async_verify([&](error_code e) { verify_ec = e; });
+    old.async_renew([&](error_code e) { renew_ec = e; });
+    ts.clock.run(ts.ioc);
+    CHECK(verify_ec == errc::lock_lost);
+    CHECK(renew_ec == errc::lock_lost);
+    // the old holder's release does not free the new grant
+    auto rel = old.async_release(asio::use_future);
+    ts.clock.run(ts.ioc);
+    rel.get();
+    error_code third_ec;
+    auto o2 = o;
+    o2.lock.timeout = 2s;
+    timed_store other(fx.make_transport(), o2, ts.clock);
+    other.store.async_acquire_lock("job", [&](error_code e, auto) { third_ec = e; });
+    other.clock.run(other.ioc);
+    CHECK(third_ec == errc::state_id_locked);
+}
+
+TEST_CASE("strict lock: renewing extends the lease past its first expiry") {
+    fixture fx;
+    if (!strict_supported(fx))
+        return;
+    auto o = strict_options();
+    o.lock.timeout = 5s;
+    timed_store ts(fx.make_transport(), o);
+    auto first = ts.store.async_acquire_lock("job", asio::use_future);
+    ts.clock.run(ts.ioc);
+    auto lease = first.get();
+    ts.clock.advance(o.lock.lease_ttl - 10s);
+    auto renewed = lease.async_renew(asio::use_future);
+    ts.clock.run(ts.ioc);
+    CHECK_NOTHROW(renewed.get());
+    ts.clock.advance(20s); // past the first expiry, within the renewed one
+    error_code ec;
+    ts.store.async_acquire_lock("job", [&](error_code e, auto) { ec = e; });
+    ts.clock.run(ts.ioc);
+    CHECK(ec == errc::state_id_locked);
+    auto still = lease.async_verify(asio::use_future);
+    ts.clock.run(ts.ioc);
+    CHECK_NOTHROW(still.get());
+}
+
+TEST_CASE("strict lock: hostile ids reach the deduplication token only through quote_string") {
+    fixture fx;
+    if (!strict_supported(fx))
+        return;
+    auto o = strict_options();
+    timed_store ts(fx.make_transport(), o);
+    for (std::string id : {std::string("it's"), std::string("a\\'; DROP TABLE x; --"), std::string("x/1"),
+                           std::string("x"), std::string("new\nline")}) {
+        for (std::uint64_t expected = 1; expected <= 2; ++expected) {
+            auto fut = ts.store.async_acquire_lock(id, asio::use_future);
+            ts.clock.run(ts.ioc);
+            auto lease = fut.get();
+            CHECK(lease.token() == expected);
+            auto rel = lease.async_release(asio::use_future);
+            ts.clock.run(ts.ioc);
+            rel.get();
+        }
+    }
+}
+
+TEST_CASE("lock_mode::automatic: strict on the embedded engine only") {
+    fixture fx;
+    store_options o;
+    o.schema = test::unique_schema(fixture::name);
+    timed_store ts(fx.make_transport(), o);
+    auto fut = ts.store.async_acquire_lock("job", asio::use_future);
+    ts.clock.run(ts.ioc);
+    auto lease = fut.get();
+    const bool embedded = std::string_view(fixture::name) == "embedded";
+    CHECK((lease.token() != 0) == embedded);
+}
+
+TEST_CASE("strict lock: a heartbeat keeps the lease past lease_ttl and stops with the release") {
+    fixture fx;
+    if (!strict_supported(fx))
+        return;
+    auto o = strict_options();
+    timed_store ts(fx.make_transport(), o);
+    auto first = ts.store.async_acquire_lock("job", asio::use_future);
+    ts.clock.run(ts.ioc);
+    auto lease = first.get();
+    int lost = 0;
+    lease.start_heartbeat(o.lock.lease_ttl / 3, [&](error_code) { ++lost; });
+    ts.clock.run(ts.ioc, 5 * o.lock.lease_ttl); // stops early: the heartbeat keeps waiting
+    CHECK(lost == 0);
+    auto o2 = o;
+    o2.lock.timeout = 1s;
+    timed_store other(fx.make_transport(), o2, ts.clock);
+    error_code ec;
+    other.store.async_acquire_lock("job", [&](error_code e, auto) { ec = e; });
+    other.clock.run(other.ioc, 10s);
+    CHECK(ec == errc::state_id_locked);
+    auto rel = lease.async_release(asio::use_future);
+    CHECK(ts.clock.run(ts.ioc) < o.lock.lease_ttl); // nothing left waiting: the heartbeat ended
+    rel.get();
+    CHECK(lost == 0);
+}
+
+TEST_CASE("strict lock: a heartbeat that cannot renew reports the loss once") {
+    fixture fx;
+    if (!strict_supported(fx))
+        return;
+    auto o = strict_options();
+    timed_store ts(fx.make_transport(), o);
+    auto first = ts.store.async_acquire_lock("job", asio::use_future);
+    ts.clock.run(ts.ioc);
+    auto lease = first.get();
+    std::vector<error_code> lost;
+    lease.start_heartbeat(o.lock.lease_ttl + 1s, [&](error_code e) { lost.push_back(e); });
+    ts.clock.run(ts.ioc, 10 * o.lock.lease_ttl); // the first renewal comes too late
+    REQUIRE(lost.size() == 1);
+    CHECK(lost.front() == errc::lock_lost);
 }

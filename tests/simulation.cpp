@@ -20,6 +20,7 @@
 
 #include <cstdio>
 #include <random>
+#include <set>
 
 namespace simulation_tests {
 
@@ -197,6 +198,7 @@ struct scenario {
     duration work{0};           ///< time spent inside the critical section
     duration skew{0};           ///< client i's clock reads i*skew ahead
     duration start_gap{0};      ///< client i starts i*start_gap late
+    duration first_work{0};     ///< when set: client 0's time inside the critical section (others: work)
     lock_options lock{};
 };
 
@@ -206,6 +208,7 @@ struct outcome {
     bool stuck = false;
     int completed = 0;
     int gave_up = 0;
+    int refused = 0; ///< strict: writes refused by the fencing check
 };
 
 inline bool trace() {
@@ -233,7 +236,12 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
             base.skewed(sc.skew * c)));
 
     outcome out;
-    int inside = 0;
+    // Critical sections: one whose write was refused by the fencing check
+    // (strict mode) never wrote, so overlapping it is not a double grant.
+    const bool strict = sc.lock.mode == lock_mode::strict;
+    std::vector<char> landed;
+    std::set<int> active;
+    std::vector<std::pair<int, int>> overlaps;
     for (int c = 0; c < sc.clients; ++c) {
         asio::co_spawn(
             ioc,
@@ -251,16 +259,31 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
                         ++out.gave_up;
                         co_return; // gave up (timeout): not a safety violation
                     }
-                    if (++inside > 1)
-                        out.double_grant = true;
+                    const int me = int(landed.size());
+                    landed.push_back(0);
+                    for (int other : active)
+                        overlaps.emplace_back(other, me);
+                    active.insert(me);
                     auto [gec, cur] = co_await st.async_get(std::string("job"), tup);
                     std::int64_t n = (!gec && cur) ? cur->completed_state.at("n").as_int64() : 0;
-                    if (sc.work.count() > 0)
-                        co_await st.get_clock().async_wait(ioc.get_executor(), sc.work, tup);
-                    state next{std::string("job"), {}, json::object{{"n", n + 1}}};
-                    auto [sec] = co_await st.async_set(std::move(next), tup);
-                    --inside;
-                    if (!sec)
+                    const duration work = (c == 0 && sc.first_work.count() > 0) ? sc.first_work : sc.work;
+                    if (work.count() > 0)
+                        co_await st.get_clock().async_wait(ioc.get_executor(), work, tup);
+                    bool refused = false;
+                    if (strict) { // the fencing check update() runs before its write
+                        auto [vec] = co_await lease.async_verify(tup);
+                        refused = bool(vec);
+                        if (refused)
+                            ++out.refused;
+                    }
+                    landed[std::size_t(me)] = !refused;
+                    error_code sec;
+                    if (!refused) {
+                        state next{std::string("job"), {}, json::object{{"n", n + 1}}};
+                        std::tie(sec) = co_await st.async_set(std::move(next), tup);
+                    }
+                    active.erase(me);
+                    if (!refused && !sec)
                         ++out.completed;
                     co_await lease.async_release(tup);
                 }
@@ -268,7 +291,7 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
             asio::detached);
     }
 
-    const std::string lock_table = "sim.state_lock";
+    const std::string lock_table = strict ? "sim.state_grant" : "sim.state_lock";
     for (int steps = 0;; ++steps) {
         if (steps > 20000) {
             out.stuck = true;
@@ -323,6 +346,9 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         server->step(0);
     ioc.restart();
     ioc.poll();
+    for (auto [a, b] : overlaps)
+        if (landed[std::size_t(a)] && landed[std::size_t(b)])
+            out.double_grant = true;
     if (!out.stuck) {
         std::string reply;
         diagnostics d;
@@ -339,9 +365,10 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
 }
 
 struct tally {
-    std::size_t explored = 0, double_grants = 0, lost_updates = 0, stuck = 0;
+    std::size_t explored = 0, double_grants = 0, lost_updates = 0, stuck = 0, refused = 0;
     void add(const outcome& o) {
         ++explored;
+        refused += std::size_t(o.refused);
         double_grants += o.double_grant;
         lost_updates += o.lost_update;
         stuck += o.stuck;
@@ -351,6 +378,7 @@ struct tally {
         double_grants += t.double_grants;
         lost_updates += t.lost_updates;
         stuck += t.stuck;
+        refused += t.refused;
     }
 };
 
@@ -443,6 +471,85 @@ TEST_CASE("lock-schedules: the seed-compatible protocol under adversarial schedu
     std::printf("lock-schedules: explored=%zu double_grants=%zu lost_updates=%zu (seed-compatible protocol, %.1f s)\n",
                 total.explored, total.double_grants, total.lost_updates, secs);
     CHECK(total.explored >= 10000);
+}
+
+TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
+    const auto wall_start = std::chrono::steady_clock::now();
+    struct cls {
+        scenario sc;
+        std::size_t depth, cap;
+    };
+    lock_options strict_locks = quick_locks();
+    strict_locks.mode = lock_mode::strict;
+    lock_options short_lease = strict_locks;
+    short_lease.lease_ttl = 20s; // the holder's 25 s of work outlive it
+    short_lease.timeout = 60s;
+    std::vector<cls> classes = {
+        {{.name = "interleaving", .work = 2s, .lock = strict_locks}, 40, 3000},
+        {{.name = "merge-collapse", .merges = true, .lock = strict_locks}, 16, 3000},
+        {{.name = "slow-acquirer", .delays = true, .lock = strict_locks}, 14, 3000},
+        // client 0 works 25 s under a 20 s lease; client 1 takes over and works 2 s
+        {{.name = "stale-holder", .work = 2s, .first_work = 25s, .lock = short_lease}, 20, 1000},
+        {{.name = "release-race", .rounds = 2, .work = 1500ms, .start_gap = 500ms, .lock = strict_locks}, 40, 3000},
+        // within the lease: 40 s of skew, 5 s of work, a 60 s lease
+        {{.name = "clock-skew", .work = 5s, .skew = 40s, .lock = strict_locks}, 20, 1000},
+    };
+    tally total;
+    for (auto& c : classes) {
+        auto t = explore_exhaustive(c.sc, c.depth, c.cap);
+        std::printf("lock-schedules[strict, %s, N=2, exhaustive depth %zu]: explored=%zu double_grants=%zu "
+                    "lost_updates=%zu stuck=%zu fenced_writes=%zu\n",
+                    c.sc.name, c.depth, t.explored, t.double_grants, t.lost_updates, t.stuck, t.refused);
+        CHECK_MESSAGE(t.double_grants == 0, std::string(c.sc.name));
+        CHECK_MESSAGE(t.lost_updates == 0, std::string(c.sc.name));
+        CHECK(t.stuck == 0);
+        if (std::string_view(c.sc.name) == "stale-holder")
+            CHECK(t.refused == t.explored); // the superseded holder was fenced off, once per schedule
+        total.add(t);
+    }
+    for (int n = 3; n <= 5; ++n) {
+        scenario sc{.name = "random-mixed", .clients = n, .merges = true, .delays = true, .lock = strict_locks};
+        auto t = explore_random(sc, 2000, 2000 + n);
+        std::printf("lock-schedules[strict, random-mixed, N=%d, seeded]: explored=%zu double_grants=%zu "
+                    "lost_updates=%zu stuck=%zu\n",
+                    n, t.explored, t.double_grants, t.lost_updates, t.stuck);
+        CHECK(t.stuck == 0);
+        total.add(t);
+    }
+    auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    std::printf("lock-schedules[strict]: explored=%zu double_grants=%zu lost_updates=%zu (%.1f s)\n", total.explored,
+                total.double_grants, total.lost_updates, secs);
+    CHECK(total.double_grants == 0);
+    CHECK(total.lost_updates == 0);
+    CHECK(total.explored >= 10000);
+
+    // Not counted above: the window fencing cannot close on the seed's
+    // state table. The holder passes its fencing check 1 s before its lease
+    // ends, then its INSERT is delayed past the expiry while a rival takes
+    // the next token and writes: the late write still lands.
+    scenario window{.name = "check-insert-window", .delays = true, .work = 19s, .lock = short_lease};
+    auto w = explore_random(window, 1000, 77);
+    std::printf("lock-schedules[strict, check-insert-window, N=2, seeded, not counted]: explored=%zu "
+                "double_grants=%zu lost_updates=%zu fenced_writes=%zu\n",
+                w.explored, w.double_grants, w.lost_updates, w.refused);
+    CHECK(w.stuck == 0);
+    CHECK(w.lost_updates > 0); // documents the limitation; see store.hpp, "Fencing"
+}
+
+TEST_CASE("lock torture on the simulation: K writers x M read-modify-writes under strict leases") {
+    auto server = simulated_clickhouse::create();
+    store_options o;
+    o.schema = test::unique_schema("simtorture");
+    o.lock = test::fast_locks();
+    o.lock.retry_interval = std::chrono::milliseconds(1);
+    o.lock.mode = lock_mode::strict;
+    auto r = test::lock_torture([&] { return simulated_transport(server, pool_executor()); }, o, 8, 5);
+    std::printf("lock-torture[simulated, strict]: K=8 M=5 counter=%lld max_inside=%d merged_keys=%zu\n",
+                (long long)r.counter, r.max_inside, r.merged_keys);
+    CHECK(r.counter == 8 * 5);
+    CHECK(r.max_inside == 1);
+    CHECK(r.merged_keys == 8 * 5);
+    CHECK(r.last_token == 2 * 8 * 5 + 1);
 }
 
 } // TEST_SUITE("simulated")

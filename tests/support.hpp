@@ -9,7 +9,11 @@
 #include <boost/asio/use_future.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
 #include <filesystem>
 #include <functional>
 #include <vector>
@@ -96,6 +100,75 @@ std::string raw_sql(Transport& t, std::string sql, std::string format = {}) {
         throw error(e.code(), diag.message);
     }
     return out;
+}
+
+struct torture_result {
+    std::int64_t counter = 0;      ///< final completed_state.n
+    int max_inside = 0;            ///< most clients ever inside a critical section at once
+    std::size_t merged_keys = 0;   ///< keys update() merged into partial_state
+    std::uint64_t last_token = 0;  ///< the token of one more grant taken after all threads ended
+};
+
+/// K threads, each with its own store on a transport from `make()`, run M
+/// rounds of: acquire_lock → read the counter → fencing check → write n+1 →
+/// release; then one update() merging a key of its own. With a sound lock
+/// the counter ends at exactly K×M, no two critical sections overlap and
+/// all K×M keys are merged. Throws the first error a thread met.
+template <class Make>
+torture_result lock_torture(Make make, const store_options& o, int K, int M) {
+    using store_t = basic_state_store<decltype(make())>;
+    const std::string id = "counter";
+    {
+        store_t st(make(), o);
+        st.set(state{id, {}, json::object{{"n", 0}}});
+    }
+    std::atomic<int> inside{0}, max_inside{0};
+    std::atomic<std::uint64_t> last_token{0};
+    std::mutex m;
+    std::string first_error;
+    std::vector<std::thread> threads;
+    for (int k = 0; k < K; ++k)
+        threads.emplace_back([&, k] {
+            try {
+                store_t st(make(), o);
+                for (int r = 0; r < M; ++r) {
+                    auto lease = st.acquire_lock(id);
+                    int now = ++inside;
+                    int prev = max_inside.load();
+                    while (now > prev && !max_inside.compare_exchange_weak(prev, now)) {
+                    }
+                    std::uint64_t seen = last_token.load();
+                    while (lease.token() > seen && !last_token.compare_exchange_weak(seen, lease.token())) {
+                    }
+                    auto cur = st.get(id);
+                    std::int64_t n = cur->completed_state.at("n").as_int64();
+                    lease.async_verify(asio::use_future).get();
+                    st.set(state{id, cur->partial_state, json::object{{"n", n + 1}}});
+                    --inside;
+                    lease.release();
+                    st.update(state{id, json::object{{"k" + std::to_string(k) + "_" + std::to_string(r), 1}}, {}});
+                }
+            } catch (const std::exception& e) {
+                std::lock_guard lk(m);
+                if (first_error.empty())
+                    first_error = e.what();
+            }
+        });
+    for (auto& t : threads)
+        t.join();
+    if (!first_error.empty())
+        throw std::runtime_error(first_error);
+    torture_result r;
+    store_t st(make(), o);
+    auto final_state = st.get(id);
+    r.counter = final_state->completed_state.at("n").as_int64();
+    r.merged_keys = final_state->partial_state.size();
+    r.max_inside = max_inside.load();
+    auto after = st.acquire_lock(id); // one grant after all of theirs
+    r.last_token = after.token();
+    after.release(); // before `st` goes: a background release would outlive it
+    (void)last_token;
+    return r;
 }
 
 } // namespace chstate::test

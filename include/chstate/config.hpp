@@ -36,12 +36,37 @@ namespace chstate {
 
 using namespace std::chrono_literals;
 
+/// Which lock protocol the store runs (README: "The lock").
+enum class lock_mode {
+    /// strict where the store is certain no seed (Python Meltano) process
+    /// shares the lock: the embedded engine (chDB); seed_compatible over
+    /// HTTP and on the simulated server. See lock_options::mode.
+    automatic,
+    /// The seed's protocol on `<table>_lock`: insert a candidate, wait the
+    /// settle time, the smallest lock_id wins. Shared with Python Meltano
+    /// processes; best effort (see the schedule explorer's findings).
+    seed_compatible,
+    /// A grant decided atomically by the server on `<table>_grant`: an
+    /// INSERT with insert_deduplication_token keeps exactly one grant row
+    /// per (state id, token); no settle wait; leases expire after lease_ttl
+    /// unless renewed and carry an increasing fencing token. Needs
+    /// insert_deduplication_token (ClickHouse ≥ 22.2; chDB): on older
+    /// servers acquiring fails with errc::unsupported. A seed process does
+    /// not see strict grants: do not mix the modes on one state id.
+    strict,
+};
+
 /// The lock protocol's durations. Every one is measured on the store's Clock.
 struct lock_options {
     duration timeout = 30s;        ///< give up acquiring after this long
-    duration stale_age = 300s;     ///< lock rows older than this are removed
-    duration settle = 1s;          ///< wait between inserting a candidate and deciding
+    duration stale_age = 300s;     ///< seed_compatible: lock rows older than this are removed
+    duration settle = 1s;          ///< seed_compatible: wait between inserting a candidate and deciding
     duration retry_interval = 1s;  ///< wait between attempts
+    duration lease_ttl = 60s;      ///< strict: a grant expires this long after it was taken or renewed
+    /// The protocol. automatic = strict on the embedded engine, seed_compatible
+    /// elsewhere (a Python Meltano process on the same server only honours
+    /// the seed's lock table).
+    lock_mode mode = lock_mode::automatic;
 };
 
 /// Where the store keeps its tables and how it locks.

@@ -37,8 +37,19 @@
 // Threads. Operations may run concurrently, from any threads.
 //
 // First use. The first operation reads the server's version and creates the
-// database and both tables if absent (the seed's DDL); ensure_schema() does
-// it explicitly.
+// database and both tables if absent (the seed's DDL), plus the strict
+// lock's grant table when the store runs lock_mode::strict (config.hpp);
+// ensure_schema() does it explicitly.
+//
+// Fencing (lock_mode::strict). update() and clear() re-check, just before
+// they write, that their grant is still the id's newest (fence_check) and
+// fail with errc::lock_lost otherwise. The seed's state table cannot make
+// the write itself conditional: a holder that stalls between that check and
+// its INSERT can still land a write after its lease expired and a newer
+// holder wrote. Closing that window needs the grant's token in the state
+// row, e.g. ReplacingMergeTree(version) with version derived from
+// (fencing token, write sequence), so a superseded holder's late write
+// always sorts below the newer holder's.
 #pragma once
 
 #include <chstate/clock.hpp>
@@ -54,6 +65,10 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -326,13 +341,14 @@ public:
             [&](diagnostics& d, auto h) { async_acquire_lock(std::move(state_id), d, std::move(h)); });
     }
 
-    /// Used by lock_lease: deletes the lock row (id, lock_id). A null store
-    /// means the lease was not held: completes with errc::lock_lost.
+    /// Used by lock_lease: gives the grant back (seed_compatible: deletes the
+    /// lock row (id, lock_id); strict: records the release of `fence`). A
+    /// null store means the lease was not held: completes with errc::lock_lost.
     template <class CompletionToken>
     static auto async_release_lock(basic_state_store* store, std::string state_id, std::string lock_id,
-                                   CompletionToken&& token) {
+                                   std::uint64_t fence, CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
-            [store](auto handler, std::string state_id, std::string lock_id) {
+            [store, fence](auto handler, std::string state_id, std::string lock_id) {
                 if (!store) {
                     auto ex = asio::get_associated_executor(handler);
                     asio::post(ex, [h = std::move(handler)]() mutable {
@@ -340,17 +356,52 @@ public:
                     });
                     return;
                 }
-                store->start(store->release_op(std::move(state_id), std::move(lock_id), nullptr),
+                store->start(store->release_op(std::move(state_id), std::move(lock_id), fence, nullptr),
                              std::move(handler));
             },
             token, std::move(state_id), std::move(lock_id));
     }
-    static void release_lock(basic_state_store* store, std::string state_id, std::string lock_id) {
+    static void release_lock(basic_state_store* store, std::string state_id, std::string lock_id,
+                             std::uint64_t fence = 0) {
         if (!store)
             throw error(make_error_code(errc::lock_lost), "lock for \"" + state_id + "\" was not held");
         detail::run_blocking<>([&](diagnostics& d, auto h) {
-            store->start(store->release_op(std::move(state_id), std::move(lock_id), &d), std::move(h));
+            store->start(store->release_op(std::move(state_id), std::move(lock_id), fence, &d), std::move(h));
         });
+    }
+
+    /// Used by lock_lease::start_heartbeat: renews (id, lock_id, fence) every
+    /// `interval` until stopped; on_lost(ec) once when a renewal fails.
+    static std::shared_ptr<detail::heartbeat_control> start_heartbeat(basic_state_store* store, std::string id,
+                                                                      std::string lock_id, std::uint64_t fence,
+                                                                      duration interval,
+                                                                      std::function<void(error_code)> on_lost) {
+        auto hb = std::make_shared<detail::heartbeat_control>();
+        hb->strand = asio::make_strand(store->ex_);
+        asio::co_spawn(hb->strand,
+                       store->heartbeat_loop(hb, std::move(id), std::move(lock_id), fence, interval, std::move(on_lost)),
+                       asio::bind_cancellation_slot(hb->signal.slot(), asio::detached));
+        return hb;
+    }
+
+    /// Used by lock_lease: renew (true) or verify (false) a grant. A null
+    /// store means the lease was not held: completes with errc::lock_lost.
+    template <class CompletionToken>
+    static auto async_lease_op(basic_state_store* store, bool renew, std::string state_id, std::string lock_id,
+                               std::uint64_t fence, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [store, renew, fence](auto handler, std::string state_id, std::string lock_id) {
+                if (!store) {
+                    auto ex = asio::get_associated_executor(handler);
+                    asio::post(ex, [h = std::move(handler)]() mutable {
+                        std::move(h)(make_error_code(errc::lock_lost));
+                    });
+                    return;
+                }
+                store->start(store->lease_op(renew, std::move(state_id), std::move(lock_id), fence),
+                             std::move(handler));
+            },
+            token, std::move(state_id), std::move(lock_id));
     }
 
 private:
@@ -482,7 +533,17 @@ private:
             version.pop_back();
         auto stm = std::make_shared<const detail::statements>(detail::table_names(options_.schema, options_.table),
                                                               detail::server_features::from_version(version));
-        for (statement s : {stm->create_database(), stm->create_state_table(), stm->create_lock_table()}) {
+        const bool can_strict = stm->features().dedup_token;
+        bool strict = false;
+        switch (options_.lock.mode) {
+        case lock_mode::automatic: strict = embedded_transport() && can_strict; break;
+        case lock_mode::seed_compatible: strict = false; break;
+        case lock_mode::strict: strict = can_strict; break;
+        }
+        std::vector<statement> ddl{stm->create_database(), stm->create_state_table(), stm->create_lock_table()};
+        if (strict)
+            ddl.push_back(stm->create_grant_table());
+        for (const statement& s : ddl) {
             auto [ddl_ec] = co_await send(s, [](std::string_view) { return error_code{}; }, diag);
             // A concurrent creator may win the race between IF NOT EXISTS and CREATE.
             if (ddl_ec && ddl_ec != make_clickhouse_error(clickhouse_code::table_already_exists) &&
@@ -490,9 +551,20 @@ private:
                 co_return std::tuple{ddl_ec};
         }
         std::lock_guard lk(mutex_);
-        if (!stmts_)
+        if (!stmts_) {
+            strict_ = strict;
+            strict_unsupported_ = options_.lock.mode == lock_mode::strict && !can_strict;
             stmts_ = std::move(stm);
+        }
         co_return std::tuple{error_code{}};
+    }
+
+    /// True for a transport that declares itself the embedded engine.
+    static constexpr bool embedded_transport() {
+        if constexpr (requires { Transport::embedded_engine; })
+            return Transport::embedded_engine;
+        else
+            return false;
     }
 
     static error_code invalid(diagnostics& diag, std::string msg) {
@@ -563,22 +635,27 @@ private:
     op<state> update_impl(state incoming, diagnostics& diag) {
         if (auto ec = check_id(incoming.state_id, diag))
             co_return std::tuple{ec, state{}};
-        auto [ec, lock_id] = co_await acquire_impl(incoming.state_id, diag);
+        const std::string id = incoming.state_id;
+        auto [ec, held] = co_await acquire_any(id, diag);
         if (ec)
             co_return std::tuple{ec, state{}};
         state written;
-        auto [get_ec, current] = co_await get_impl(incoming.state_id, diag);
+        auto [get_ec, current] = co_await get_impl(id, diag);
         ec = get_ec;
         if (!ec) {
             if (current && !incoming.is_complete())
                 written = std::move(current->merge_partial(incoming));
             else
                 written = std::move(incoming);
-            std::tie(ec) = co_await set_impl(written, diag);
+            // Fencing: refuse to write under a grant that was superseded.
+            std::tie(ec) = co_await fence_check(id, held, diag);
+            if (!ec)
+                std::tie(ec) = co_await set_impl(written, diag);
+            else
+                written = state{};
         }
         diagnostics release_diag;
-        auto [release_ec] = co_await release_impl(written.state_id.empty() ? incoming.state_id : written.state_id,
-                                                  lock_id, release_diag);
+        auto [release_ec] = co_await release_impl(id, held.lock_id, held.token, release_diag);
         if (!ec && release_ec) {
             ec = release_ec;
             diag = std::move(release_diag);
@@ -607,12 +684,14 @@ private:
     op<> clear_impl(const std::string& id, diagnostics& diag) {
         if (auto ec = check_id(id, diag))
             co_return std::tuple{ec};
-        auto [ec, lock_id] = co_await acquire_impl(id, diag);
+        auto [ec, held] = co_await acquire_any(id, diag);
         if (ec)
             co_return std::tuple{ec};
-        std::tie(ec) = co_await delete_impl(id, diag);
+        std::tie(ec) = co_await fence_check(id, held, diag);
+        if (!ec)
+            std::tie(ec) = co_await delete_impl(id, diag);
         diagnostics release_diag;
-        auto [release_ec] = co_await release_impl(id, lock_id, release_diag);
+        auto [release_ec] = co_await release_impl(id, held.lock_id, held.token, release_diag);
         if (!ec && release_ec) {
             ec = release_ec;
             diag = std::move(release_diag);
@@ -763,10 +842,34 @@ private:
     op<lock_lease> acquire_op(std::string id, diagnostics* d) {
         diagnostics local;
         diagnostics& diag = d ? *d : local;
-        auto [ec, lock_id] = co_await acquire_impl(id, diag);
+        auto [ec, held] = co_await acquire_any(id, diag);
         if (ec)
             co_return std::tuple{ec, lock_lease{}};
-        co_return std::tuple{error_code{}, lock_lease(*this, std::move(id), std::move(lock_id))};
+        co_return std::tuple{error_code{}, lock_lease(*this, std::move(id), std::move(held.lock_id), held.token)};
+    }
+
+    /// A grant as the store tracks it: token 0 = seed_compatible.
+    struct grant_ref {
+        std::string lock_id;
+        std::uint64_t token = 0;
+    };
+
+    /// Acquires in the mode ready() resolved.
+    op<grant_ref> acquire_any(const std::string& id, diagnostics& diag) {
+        if (auto ec = check_id(id, diag))
+            co_return std::tuple{ec, grant_ref{}};
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec, grant_ref{}};
+        if (strict_unsupported_) {
+            auto stm = stmts_snapshot();
+            diag.message = "lock_mode::strict needs insert_deduplication_token (ClickHouse 22.2 or later); the server is " +
+                           std::to_string(stm->features().major) + "." + std::to_string(stm->features().minor);
+            co_return std::tuple{make_error_code(errc::unsupported), grant_ref{}};
+        }
+        if (strict_)
+            co_return co_await acquire_strict(id, diag);
+        auto [ec, lock_id] = co_await acquire_impl(id, diag);
+        co_return std::tuple{ec, grant_ref{std::move(lock_id), 0}};
     }
 
     op<std::optional<std::string>> lock_holder(const std::string& id, diagnostics& diag) {
@@ -857,15 +960,207 @@ private:
         co_await execute_delete(stmts_snapshot()->delete_lock(id, lock_id), true, ignored);
     }
 
-    op<> release_op(std::string id, std::string lock_id, diagnostics* d) {
+    op<> release_op(std::string id, std::string lock_id, std::uint64_t fence, diagnostics* d) {
         diagnostics local;
-        co_return co_await release_impl(id, lock_id, d ? *d : local);
+        co_return co_await release_impl(id, lock_id, fence, d ? *d : local);
     }
 
-    op<> release_impl(const std::string& id, const std::string& lock_id, diagnostics& diag) {
+    op<> release_impl(const std::string& id, const std::string& lock_id, std::uint64_t fence, diagnostics& diag) {
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
+        if (fence != 0) // strict: a release row for our token (harmless once superseded)
+            co_return co_await execute(stmts_snapshot()->insert_grant_event(id, fence, lock_id, "release", 0,
+                                                                            grant_event_key(id, fence, "/release")),
+                                       diag);
         co_return co_await execute_delete(stmts_snapshot()->delete_lock(id, lock_id), true, diag);
+    }
+
+    // -- the lock protocol (strict) ----------------------------------------------
+    //
+    // acquire: read the id's newest event (token t). Free when there is none,
+    // when t was released, or when its expiry (milliseconds on the grantor's
+    // clock) is before our now. Then INSERT the grant row of t+1 with
+    // insert_deduplication_token '<id>/<t+1>': of all rivals racing for t+1
+    // the server keeps exactly one row, atomically, and reports success to
+    // every one of them, so read back who holds t+1. We hold it when every
+    // event of t+1 or later is our grant of t+1. A rival stalled until the
+    // deduplication window (10,000 inserts on the table) forgot '<id>/<t+1>'
+    // can still add a second grant row for t+1, but it then sees two
+    // lock_ids (or a later token) and does not win; a first grantee that had
+    // not read back yet does not win either, and the token frees itself by
+    // expiry. Otherwise wait the retry interval and repeat until the
+    // timeout. No settle wait.
+
+    /// The id's newest grant-table event.
+    struct grant_row {
+        std::uint64_t token = 0;
+        std::string lock_id;
+        bool released = false;
+        std::uint64_t expires_ms = 0;
+    };
+
+    std::uint64_t now_ms() {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch()).count();
+        return ms < 0 ? 0 : static_cast<std::uint64_t>(ms);
+    }
+
+    std::uint64_t ttl_ms() const {
+        return static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(options_.lock.lease_ttl).count());
+    }
+
+    /// The deduplication token of one grant-table event: "<id>/<token>" for
+    /// a grant, plus "/release" or "/renew-<expiry>". A grant's ends in a
+    /// number after the last '/', the others do not: no two events collide,
+    /// whatever the id contains.
+    static std::string grant_event_key(const std::string& id, std::uint64_t token, std::string_view suffix) {
+        return id + "/" + std::to_string(token) + std::string(suffix);
+    }
+
+    op<std::optional<grant_row>> grant_latest(const std::string& id, diagnostics& diag) {
+        auto [ec, found] = co_await rows(stmts_snapshot()->select_grant_latest(id), diag);
+        if (ec || found.empty())
+            co_return std::tuple{ec, std::optional<grant_row>{}};
+        auto token = detail::uint_field(found.front(), "token");
+        auto expires = detail::uint_field(found.front(), "expires_ms");
+        auto lock_id = detail::string_field(found.front(), "lock_id");
+        auto kind = detail::string_field(found.front(), "kind");
+        if (!token || !expires || !lock_id || !kind) {
+            diag.message = "grant table reply row is incomplete";
+            co_return std::tuple{make_error_code(errc::protocol_error), std::optional<grant_row>{}};
+        }
+        co_return std::tuple{error_code{},
+                             std::optional<grant_row>(grant_row{*token, std::move(*lock_id), *kind == "release", *expires})};
+    }
+
+    /// True when `lock_id` holds `token`: every event of that token or a
+    /// later one is a grant of exactly that token to `lock_id`. (A rival's
+    /// row for the same token, a release, or any later token: not ours.)
+    op<bool> holds(const std::string& id, std::uint64_t token, const std::string& lock_id, diagnostics& diag) {
+        auto [ec, found] = co_await rows(stmts_snapshot()->select_grant_events_since(id, token), diag);
+        if (ec || found.empty())
+            co_return std::tuple{ec, false};
+        for (const auto& row : found)
+            if (detail::uint_field(row, "token") != token || detail::string_field(row, "kind") != "grant" ||
+                detail::string_field(row, "lock_id") != lock_id)
+                co_return std::tuple{error_code{}, false};
+        co_return std::tuple{error_code{}, true};
+    }
+
+    op<grant_ref> acquire_strict(const std::string& id, diagnostics& diag) {
+        co_await asio::this_coro::throw_if_cancelled(false);
+        const lock_options& lo = options_.lock;
+        const time_point deadline = clock_.now() + lo.timeout;
+        for (;;) {
+            auto stm = stmts_snapshot();
+            auto [ec, latest] = co_await grant_latest(id, diag);
+            if (ec)
+                co_return std::tuple{ec, grant_ref{}};
+            if (!latest || latest->released || latest->expires_ms < now_ms()) {
+                const std::uint64_t next = latest ? latest->token + 1 : 1;
+                std::string mine = detail::random_uuid();
+                std::tie(ec) = co_await execute(
+                    stm->insert_grant_event(id, next, mine, "grant", now_ms() + ttl_ms(), grant_event_key(id, next, "")),
+                    diag);
+                if (ec) { // the row may have landed: give it back if it is ours
+                    co_await withdraw_strict(id, next, mine);
+                    co_return std::tuple{ec, grant_ref{}};
+                }
+                auto [hec, won] = co_await holds(id, next, mine, diag);
+                if (hec) {
+                    co_await withdraw_strict(id, next, mine);
+                    co_return std::tuple{hec, grant_ref{}};
+                }
+                if (won)
+                    co_return std::tuple{error_code{}, grant_ref{std::move(mine), next}};
+            }
+            if (clock_.now() >= deadline) {
+                diag.message = "Could not acquire lock for state_id: " + id;
+                co_return std::tuple{make_error_code(errc::state_id_locked), grant_ref{}};
+            }
+            auto [wait_ec] = co_await wait(lo.retry_interval);
+            if (wait_ec)
+                co_return std::tuple{wait_ec, grant_ref{}};
+        }
+    }
+
+    /// After a failure between our grant INSERT and learning its outcome:
+    /// release the token if it is ours; never cancelled.
+    asio::awaitable<void> withdraw_strict(const std::string& id, std::uint64_t token, const std::string& lock_id) {
+        co_await asio::this_coro::reset_cancellation_state();
+        diagnostics ignored;
+        auto [ec, won] = co_await holds(id, token, lock_id, ignored);
+        if (!ec && won)
+            co_await execute(stmts_snapshot()->insert_grant_event(id, token, lock_id, "release", 0,
+                                                                  grant_event_key(id, token, "/release")),
+                             ignored);
+    }
+
+    /// The fencing check: the grant is still the id's newest event, ours,
+    /// not released and not expired by our clock. Nothing to check in
+    /// seed_compatible mode (token 0).
+    op<> fence_check(const std::string& id, const grant_ref& held, diagnostics& diag) {
+        if (held.token == 0)
+            co_return std::tuple{error_code{}};
+        auto [ec, latest] = co_await grant_latest(id, diag);
+        if (ec)
+            co_return std::tuple{ec};
+        std::string why;
+        if (!latest || latest->token < held.token)
+            why = "its grant is missing from the grant table";
+        else if (latest->token > held.token)
+            why = "superseded by fencing token " + std::to_string(latest->token);
+        else if (latest->released)
+            why = "it was released";
+        else if (latest->lock_id != held.lock_id)
+            why = "another client holds the token";
+        else if (latest->expires_ms < now_ms())
+            why = "the lease expired";
+        if (why.empty())
+            co_return std::tuple{error_code{}};
+        diag.message = "lock for state_id " + id + " (fencing token " + std::to_string(held.token) +
+                       ") is no longer held: " + why;
+        co_return std::tuple{make_error_code(errc::lock_lost)};
+    }
+
+    asio::awaitable<void> heartbeat_loop(std::shared_ptr<detail::heartbeat_control> hb, std::string id,
+                                         std::string lock_id, std::uint64_t fence, duration interval,
+                                         std::function<void(error_code)> on_lost) {
+        co_await asio::this_coro::throw_if_cancelled(false);
+        for (;;) {
+            auto [wait_ec] = co_await wait(interval);
+            if (wait_ec || hb->stopped)
+                co_return;
+            auto [ec] = co_await lease_op(true, id, lock_id, fence);
+            if (hb->stopped)
+                co_return;
+            if (ec) {
+                if (on_lost)
+                    on_lost(ec);
+                co_return;
+            }
+        }
+    }
+
+    /// lock_lease::async_renew / async_verify.
+    op<> lease_op(bool renew, std::string id, std::string lock_id, std::uint64_t fence) {
+        diagnostics diag;
+        if (fence == 0)
+            co_return std::tuple{error_code{}};
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec};
+        grant_ref held{std::move(lock_id), fence};
+        auto [ec] = co_await fence_check(id, held, diag);
+        if (ec || !renew)
+            co_return std::tuple{ec};
+        const std::uint64_t expires = now_ms() + ttl_ms();
+        std::tie(ec) = co_await execute(
+            stmts_snapshot()->insert_grant_event(id, fence, held.lock_id, "grant", expires,
+                                                 grant_event_key(id, fence, "/renew-" + std::to_string(expires))),
+            diag);
+        if (ec)
+            co_return std::tuple{ec};
+        co_return co_await fence_check(id, held, diag); // still ours, now with the new expiry
     }
 
     executor_type ex_;
@@ -875,6 +1170,8 @@ private:
     mutable std::mutex mutex_;
     std::shared_ptr<const detail::statements> stmts_;
     std::atomic<std::uint64_t> last_version_{0};
+    bool strict_ = false;             ///< set once by ready(), with stmts_
+    bool strict_unsupported_ = false; ///< lock_mode::strict on a server without it
 };
 
 } // namespace chstate

@@ -40,6 +40,9 @@ struct server_features {
     bool datetime64 = true;         ///< DateTime64 / now64 (≥ 20.1)
     bool lightweight_delete = true; ///< DELETE FROM (≥ 23.3)
     bool ttl = true;                ///< table TTL (≥ 19.6)
+    /// insert_deduplication_token (≥ 22.2) with non_replicated_deduplication_window
+    /// (≥ 21.5): the strict lock's atomic grant.
+    bool dedup_token = true;
 
     static server_features from_version(std::string_view version) {
         server_features f;
@@ -57,6 +60,7 @@ struct server_features {
         f.datetime64 = at_least(20, 1);
         f.lightweight_delete = at_least(23, 3);
         f.ttl = at_least(19, 6);
+        f.dedup_token = at_least(22, 2);
         return f;
     }
 };
@@ -69,6 +73,8 @@ struct table_names {
     std::string schema_name; ///< meltano (unquoted)
     std::string state_name;  ///< state (unquoted)
     std::string lock_name;   ///< state_lock (unquoted)
+    std::string grant;       ///< `meltano`.`state_grant` (strict lock)
+    std::string grant_name;  ///< state_grant (unquoted)
 
     table_names(std::string_view schema, std::string_view table)
         : database(quote_identifier(schema)),
@@ -76,7 +82,9 @@ struct table_names {
           lock(database + "." + quote_identifier(std::string(table) + "_lock")),
           schema_name(schema),
           state_name(table),
-          lock_name(std::string(table) + "_lock") {}
+          lock_name(std::string(table) + "_lock"),
+          grant(database + "." + quote_identifier(std::string(table) + "_grant")),
+          grant_name(std::string(table) + "_grant") {}
 };
 
 inline parameter string_param(std::string name, std::string value) {
@@ -247,6 +255,58 @@ public:
     statement count_stale_locks(TimePoint cutoff) const {
         return {"SELECT count() AS n FROM " + t_.lock + " WHERE locked_at < toDateTime({cutoff:UInt32})",
                 {{"cutoff", "UInt32", epoch_seconds(cutoff)}}, "JSONEachRow", {}, true};
+    }
+
+    // --- grant table (lock_mode::strict) ------------------------------------
+    //
+    // One row per event, never collapsed (plain MergeTree):
+    //   kind 'grant'   token t taken (or renewed) by lock_id until expires_ms;
+    //   kind 'release' token t given back.
+    // Every INSERT carries an insert_deduplication_token naming its event, so
+    // of concurrent grants of the same (state_id, token) exactly one row is
+    // kept: the server's deduplication log is checked and updated atomically
+    // with the part's commit (clickhouse-facts.md, "Semantics").
+
+    statement create_grant_table() const {
+        return {"CREATE TABLE IF NOT EXISTS " + t_.grant +
+                    " (state_id String, token UInt64, lock_id String, kind String, expires_ms UInt64)"
+                    " ENGINE = MergeTree ORDER BY (state_id, token, kind)"
+                    " SETTINGS non_replicated_deduplication_window = 10000",
+                {}, {}, {}, true};
+    }
+
+    /// The id's newest event: the highest token; for it a release row sorts
+    /// first ('release' > 'grant'), else the grant row with the latest expiry.
+    statement select_grant_latest(std::string_view id) const {
+        return {"SELECT token, lock_id, kind, expires_ms FROM " + t_.grant +
+                    " WHERE state_id = {state_id:String} ORDER BY token DESC, kind DESC, expires_ms DESC LIMIT 1",
+                {string_param("state_id", std::string(id))}, "JSONEachRow", {}, true};
+    }
+
+    /// Every event of `token` and later tokens: right after a grant INSERT,
+    /// the grant row(s) of that token (one lock_id after a deduplicated race).
+    statement select_grant_events_since(std::string_view id, std::uint64_t token) const {
+        return {"SELECT token, lock_id, kind FROM " + t_.grant +
+                    " WHERE state_id = {state_id:String} AND token >= {token:UInt64}",
+                {string_param("state_id", std::string(id)), {"token", "UInt64", std::to_string(token)}},
+                "JSONEachRow", {}, true};
+    }
+
+    /// One grant-table event. `dedup` names the event; a setting's value
+    /// cannot be a bound parameter, so it is written into the SQL text as a
+    /// literal quoted by quote_string (sql.hpp) — the one quoting function —
+    /// and is therefore safe for any state id.
+    statement insert_grant_event(std::string_view id, std::uint64_t token, std::string_view lock_id,
+                                 std::string_view kind, std::uint64_t expires_ms, std::string_view dedup) const {
+        return {"INSERT INTO " + t_.grant + " (state_id, token, lock_id, kind, expires_ms) SETTINGS" +
+                    " insert_deduplication_token = " + quote_string(dedup) +
+                    " VALUES ({state_id:String}, {token:UInt64}, {lock_id:String}, {kind:String}, {expires_ms:UInt64})",
+                {string_param("state_id", std::string(id)),
+                 {"token", "UInt64", std::to_string(token)},
+                 string_param("lock_id", std::string(lock_id)),
+                 string_param("kind", std::string(kind)),
+                 {"expires_ms", "UInt64", std::to_string(expires_ms)}},
+                {}, {}, true /* resending is safe: the token deduplicates it */};
     }
 
     /// Old servers: unfinished mutations on the state (lock = false) or lock table.

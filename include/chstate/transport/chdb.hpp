@@ -333,6 +333,9 @@ private:
 class chdb_transport {
 public:
     using executor_type = asio::thread_pool::executor_type;
+    /// The embedded engine: no Python Meltano process shares its lock
+    /// table, so lock_mode::automatic runs the strict protocol here.
+    static constexpr bool embedded_engine = true;
 
     explicit chdb_transport(std::shared_ptr<chdb_engine> engine) : engine_(std::move(engine)) {}
 
