@@ -5,6 +5,8 @@
 //
 //   http_overhead DIR [iterations]
 // DIR is a server folder made by `scripts/clickhouse-server.sh start DIR`.
+#include "timing.hpp"
+
 #include <chstate/chstate.hpp>
 #include <chstate/detail/statements.hpp>
 #include <chstate/transport/http.hpp>
@@ -28,7 +30,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using namespace chstate;
-using steady = std::chrono::steady_clock;
 
 namespace {
 
@@ -47,20 +48,6 @@ std::map<std::string, std::string> read_env(const std::string& dir) {
         env[line.substr(0, eq)] = v;
     }
     return env;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-template <class F>
-void measure(std::vector<double>& out, int n, F&& f) {
-    for (int i = 0; i < n; ++i) {
-        auto t0 = steady::now();
-        f();
-        out.push_back(std::chrono::duration<double, std::micro>(steady::now() - t0).count());
-    }
 }
 
 } // namespace
@@ -139,11 +126,11 @@ int main(int argc, char** argv) {
     }
     std::vector<double> r, t, g;
     for (int round = 0; round < 5; ++round) { // interleaved rounds: noise hits all three alike
-        measure(r, n / 5, raw);
-        measure(t, n / 5, via_transport);
-        measure(g, n / 5, via_store);
+        bench::append(r, bench::sample(n / 5, [&](int) { raw(); }));
+        bench::append(t, bench::sample(n / 5, [&](int) { via_transport(); }));
+        bench::append(g, bench::sample(n / 5, [&](int) { via_store(); }));
     }
-    double fr = median(r), ft = median(t), fg = median(g);
+    double fr = bench::median(r), ft = bench::median(t), fg = bench::median(g);
     std::printf("http_overhead: ClickHouse %s over HTTP, %d iterations each\n", version.substr(0, version.find('\n')).c_str(), n);
     std::printf("raw one kept-alive connection median %7.1f us (floor)\n", fr);
     std::printf("http_transport                median %7.1f us | ratio %.2f\n", ft, ft / fr);

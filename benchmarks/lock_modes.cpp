@@ -4,6 +4,8 @@
 // shared and noisy: read the ratio, not the absolute times.
 //
 //   lock_modes [seed_iterations] [strict_iterations]     (defaults 5 and 200)
+#include "timing.hpp"
+
 #include <chstate/chstate.hpp>
 
 #include <algorithm>
@@ -16,25 +18,10 @@
 #include <vector>
 
 using namespace chstate;
-using clock_type = std::chrono::steady_clock;
-
 namespace {
 
-double median_ms(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 std::vector<double> measure_updates(embedded_state_store& store, int n) {
-    std::vector<double> out;
-    out.reserve(std::size_t(n));
-    for (int i = 0; i < n; ++i) {
-        state s{"dev:bench", json::object{{"i", i}}, {}};
-        auto t0 = clock_type::now();
-        store.update(std::move(s));
-        out.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
-    }
-    return out;
+    return bench::sample<std::milli>(n, [&](int i) { store.update(state{"dev:bench", json::object{{"i", i}}, {}}); });
 }
 
 } // namespace
@@ -64,7 +51,7 @@ int main(int argc, char** argv) {
 
     auto seed_ms = measure_updates(*seed, seed_n);
     auto strict_ms = measure_updates(*strict, strict_n);
-    const double a = median_ms(seed_ms), b = median_ms(strict_ms);
+    const double a = bench::median(seed_ms), b = bench::median(strict_ms);
     std::printf("lock_modes: chDB embedded, uncontended update(), %d seed_compatible and %d strict iterations\n",
                 seed_n, strict_n);
     std::printf("update seed_compatible median %.1f ms | strict median %.2f ms | ratio %.0f\n", a, b, a / b);

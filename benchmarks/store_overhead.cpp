@@ -4,6 +4,8 @@
 // shared and noisy: read the ratios, not the absolute times.
 //
 //   store_overhead [iterations]
+#include "timing.hpp"
+
 #include <chstate/chstate.hpp>
 #include <chstate/detail/statements.hpp>
 
@@ -18,26 +20,10 @@
 
 namespace asio = boost::asio;
 using namespace chstate;
-using clock_type = std::chrono::steady_clock;
+using bench::append;
+using bench::sample;
 
 namespace {
-
-double median_us(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-template <class F>
-std::vector<double> measure(int n, F&& f) {
-    std::vector<double> out;
-    out.reserve(n);
-    for (int i = 0; i < n; ++i) {
-        auto t0 = clock_type::now();
-        f(i);
-        out.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
-    }
-    return out;
-}
 
 void raw(chdb_transport& t, const statement& s) {
     diagnostics diag;
@@ -71,17 +57,13 @@ int main(int argc, char** argv) {
     }
     std::vector<double> store_get, raw_get, store_set, raw_set;
     for (int round = 0; round < 5; ++round) {
-        auto a = measure(n / 5, [&](int) { store.get("dev:bench"); });
-        auto b = measure(n / 5, [&](int) { raw(transport, select); });
-        auto c = measure(n / 5, [&](int) { store.set(s); });
-        auto d = measure(n / 5, [&](int) { raw(transport, insert); });
-        store_get.insert(store_get.end(), a.begin(), a.end());
-        raw_get.insert(raw_get.end(), b.begin(), b.end());
-        store_set.insert(store_set.end(), c.begin(), c.end());
-        raw_set.insert(raw_set.end(), d.begin(), d.end());
+        append(store_get, sample(n / 5, [&](int) { store.get("dev:bench"); }));
+        append(raw_get, sample(n / 5, [&](int) { raw(transport, select); }));
+        append(store_set, sample(n / 5, [&](int) { store.set(s); }));
+        append(raw_set, sample(n / 5, [&](int) { raw(transport, insert); }));
     }
     auto report = [](const char* what, const std::vector<double>& ours, const std::vector<double>& floor) {
-        double m = median_us(ours), f = median_us(floor);
+        double m = bench::median(ours), f = bench::median(floor);
         std::printf("%-4s store median %8.1f us | raw statement median %8.1f us | ratio %.2f\n", what, m, f, m / f);
     };
     std::printf("store_overhead: chDB embedded, %d iterations each\n", n);
