@@ -165,18 +165,7 @@ inline void server_script(const std::string& cmd) {
 /// Runs `stmt` and reports the error code (and the message).
 inline error_code try_sql(http_transport& t, const std::string& sql, diagnostics& diag, std::string* out = nullptr,
                           bool idempotent = true) {
-    statement s{sql, {}, "TabSeparated", {}, idempotent};
-    std::promise<error_code> done;
-    auto fut = done.get_future();
-    t.async_execute(
-        s,
-        [&](std::string_view chunk) {
-            if (out)
-                out->append(chunk);
-            return error_code{};
-        },
-        diag, [&](error_code ec) { done.set_value(ec); });
-    return fut.get();
+    return test::run_statement(t, statement{sql, {}, "TabSeparated", {}, idempotent}, diag, out);
 }
 
 } // namespace server_tests

@@ -16,6 +16,7 @@
 #include <thread>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <vector>
 #include <string>
 #include <unistd.h>
@@ -37,6 +38,14 @@ inline lock_options fast_locks() {
     o.retry_interval = std::chrono::milliseconds(20);
     o.timeout = std::chrono::seconds(20);
     return o;
+}
+
+/// Raises `target` to at least `value`.
+template <class T>
+void atomic_max(std::atomic<T>& target, T value) {
+    T prev = target.load();
+    while (value > prev && !target.compare_exchange_weak(prev, value)) {
+    }
 }
 
 /// Counts what passes through a transport: statements and reply chunks.
@@ -66,9 +75,7 @@ public:
             [c, sink = std::move(sink)](std::string_view chunk) {
                 ++c->chunks;
                 c->bytes += chunk.size();
-                std::size_t prev = c->largest_chunk.load();
-                while (chunk.size() > prev && !c->largest_chunk.compare_exchange_weak(prev, chunk.size())) {
-                }
+                atomic_max(c->largest_chunk, chunk.size());
                 return sink(chunk);
             },
             diag, std::forward<CompletionToken>(token));
@@ -79,26 +86,32 @@ private:
     std::shared_ptr<counters> counters_;
 };
 
-/// Runs one statement straight through a transport (no store): for tests
-/// that act as the seed or inspect tables. Without a format the reply is
-/// TabSeparated, unstreamed. Throws on error.
+/// Runs one statement straight through a transport (no store), appending
+/// the reply to `out` when given; returns the transport's error.
+template <class Transport>
+error_code run_statement(Transport& t, const statement& s, diagnostics& diag, std::string* out = nullptr) {
+    std::promise<error_code> done;
+    auto fut = done.get_future();
+    t.async_execute(
+        s,
+        [out](std::string_view chunk) {
+            if (out)
+                out->append(chunk);
+            return error_code{};
+        },
+        diag, [&done](error_code ec) { done.set_value(ec); });
+    return fut.get();
+}
+
+/// For tests that act as the seed or inspect tables. Without a format the
+/// reply is TabSeparated, unstreamed. Throws on error.
 template <class Transport>
 std::string raw_sql(Transport& t, std::string sql, std::string format = {}) {
     statement s{std::move(sql), {}, std::move(format), {}, false};
     std::string out;
     diagnostics diag;
-    auto fut = t.async_execute(
-        s,
-        [&](std::string_view chunk) {
-            out.append(chunk);
-            return error_code{};
-        },
-        diag, asio::use_future);
-    try {
-        fut.get();
-    } catch (const boost::system::system_error& e) {
-        throw error(e.code(), diag.message);
-    }
+    if (auto ec = run_statement(t, s, diag, &out))
+        throw error(ec, diag.message);
     return out;
 }
 
@@ -123,7 +136,6 @@ torture_result lock_torture(Make make, const store_options& o, int K, int M) {
         st.set(state{id, {}, json::object{{"n", 0}}});
     }
     std::atomic<int> inside{0}, max_inside{0};
-    std::atomic<std::uint64_t> last_token{0};
     std::mutex m;
     std::string first_error;
     std::vector<std::thread> threads;
@@ -133,13 +145,7 @@ torture_result lock_torture(Make make, const store_options& o, int K, int M) {
                 store_t st(make(), o);
                 for (int r = 0; r < M; ++r) {
                     auto lease = st.acquire_lock(id);
-                    int now = ++inside;
-                    int prev = max_inside.load();
-                    while (now > prev && !max_inside.compare_exchange_weak(prev, now)) {
-                    }
-                    std::uint64_t seen = last_token.load();
-                    while (lease.token() > seen && !last_token.compare_exchange_weak(seen, lease.token())) {
-                    }
+                    atomic_max(max_inside, ++inside);
                     auto cur = st.get(id);
                     std::int64_t n = cur->completed_state.at("n").as_int64();
                     lease.async_verify(asio::use_future).get();
@@ -167,7 +173,6 @@ torture_result lock_torture(Make make, const store_options& o, int K, int M) {
     auto after = st.acquire_lock(id); // one grant after all of theirs
     r.last_token = after.token();
     after.release(); // before `st` goes: a background release would outlive it
-    (void)last_token;
     return r;
 }
 
