@@ -25,7 +25,8 @@
 //     non_replicated_deduplication_window > 0: a block whose token was seen
 //     is dropped and the INSERT still reports success (as ClickHouse does).
 //   * now() / now64(3) read the server's manual_clock (server_clock()),
-//     which may be a skewed handle on the clients' timeline.
+//     which may be a skewed handle on the clients' timeline; set_server_clock()
+//     swaps it (a clock step).
 //   * Bound parameters {name:Type} come from statement::parameters (values
 //     raw text; nullopt = NULL). Replies: JSONEachRow (UInt64 quoted, as
 //     ClickHouse's default) or TabSeparated (the default when no format is
@@ -36,11 +37,14 @@
 //   SELECT version()
 //   CREATE DATABASE [IF NOT EXISTS] db
 //   CREATE TABLE [IF NOT EXISTS] db.t (col Type [DEFAULT expr], …) ENGINE = … ORDER BY … [TTL …] [SETTINGS …]
-//   INSERT INTO db.t (cols) VALUES (expr, …)[, (…)] | SELECT expr, … | FORMAT JSONEachRow (+ statement::data)
-//       [SETTINGS insert_deduplication_token = '…']
-//   SELECT [DISTINCT] item, … FROM db.t [FINAL] [WHERE cond] [ORDER BY expr [ASC|DESC], …] [LIMIT n] [SETTINGS …]
-//       items: columns, count(), isNull(col), toDateTime(x), literals, [AS alias]; cond: AND / OR of
-//       =, !=, <, <=, >, >=, LIKE over columns, literals, {params}, toDateTime(x), now(), now64(3)
+//   INSERT INTO db.t (cols) VALUES (expr, …)[, (…)] | SELECT expr, … [WHERE cond] | FORMAT JSONEachRow
+//       (+ statement::data) [SETTINGS insert_deduplication_token = '…']
+//   SELECT [DISTINCT] item, … [FROM db.t [FINAL]] [WHERE cond] [ORDER BY expr [ASC|DESC], …] [LIMIT n] [SETTINGS …]
+//       items: columns, count(), max(x), min(x) (no GROUP BY), expressions, [AS alias];
+//       expressions: AND / OR of =, !=, <, <=, >, >=, LIKE, + and - over columns, literals, {params},
+//       INTERVAL n MILLISECOND|SECOND|MINUTE|HOUR|DAY, scalar subqueries (SELECT …), and the
+//       functions now(), now64(3), toDateTime(x), greatest, least, isNull, isNotNull,
+//       toUnixTimestamp64Milli, fromUnixTimestamp64Milli (times are milliseconds)
 //   SELECT … FROM system.tables (database, name, engine, engine_full) | system.columns
 //       (database, table, name, type, position) | system.mutations (database, table, is_done)
 //   DELETE FROM db.t WHERE cond            ALTER TABLE db.t DELETE WHERE cond
@@ -339,7 +343,16 @@ public:
         return std::shared_ptr<simulated_clickhouse>(new simulated_clickhouse(std::move(server_clock), manual_delivery));
     }
 
-    manual_clock server_clock() const { return clock_; }
+    manual_clock server_clock() const {
+        std::lock_guard lk(mutex_);
+        return clock_;
+    }
+    /// Replaces the server's clock, e.g. with a skewed handle on the same
+    /// timeline: the server's clock stepping back (or forward) as NTP does.
+    void set_server_clock(manual_clock c) {
+        std::lock_guard lk(mutex_);
+        clock_ = std::move(c);
+    }
     /// Reported by SELECT version().
     void set_version(std::string v) {
         std::lock_guard lk(mutex_);
@@ -647,6 +660,22 @@ private:
                     return value::of_number(a.n * 1000);
                 return a;
             }
+            if (f == "GREATEST" || f == "LEAST") {
+                value best = eval(e.args.at(0), t, cells);
+                for (std::size_t k = 1; k < e.args.size(); ++k) {
+                    value v = eval(e.args[k], t, cells);
+                    auto c = detail::sim::compare(v, best);
+                    if (c && (f == "GREATEST" ? *c > 0 : *c < 0))
+                        best = std::move(v);
+                }
+                return best;
+            }
+            // Times are milliseconds already.
+            if (f == "TOUNIXTIMESTAMP64MILLI" || f == "FROMUNIXTIMESTAMP64MILLI" || f == "TOINT64" || f == "TOUINT64") {
+                value a = eval(e.args.at(0), t, cells);
+                a.quoted64 = false;
+                return a;
+            }
             if (f == "ISNULL")
                 return value::of_number(eval(e.args.at(0), t, cells).kind == value::null ? 1 : 0);
             if (f == "ISNOTNULL")
@@ -807,6 +836,14 @@ private:
             const token& t = peek();
             expr e;
             if (accept_sym("(")) {
+                if (accept_kw("SELECT")) { // scalar subquery: evaluated now, as ClickHouse does before the query
+                    auto sel = selection_rows();
+                    expect_sym(")");
+                    e.v = sel.rows.empty() || sel.rows.front().empty() ? value::of_null() : sel.rows.front().front();
+                    e.v.quoted64 = false;
+                    e.text = "(SELECT …)";
+                    return e;
+                }
                 e = parse_expr();
                 expect_sym(")");
                 return e;
@@ -844,7 +881,8 @@ private:
                 ++i;
                 expr n = parse_primary();
                 std::string unit = detail::sim::upper(name());
-                std::int64_t mult = unit.starts_with("SECOND") ? 1000
+                std::int64_t mult = unit.starts_with("MILLISECOND") ? 1
+                                    : unit.starts_with("SECOND") ? 1000
                                     : unit.starts_with("MINUTE") ? 60000
                                     : unit.starts_with("HOUR")   ? 3600000
                                     : unit.starts_with("DAY")    ? 86400000
@@ -1111,7 +1149,11 @@ private:
                 do
                     r.push_back(s.eval(parse_expr(), t, no_row));
                 while (accept_sym(","));
-                given.push_back(std::move(r));
+                bool keep = true; // SELECT … WHERE cond: no row when cond is false
+                if (accept_kw("WHERE"))
+                    keep = truthy(s.eval(parse_expr(), t, no_row));
+                if (keep)
+                    given.push_back(std::move(r));
                 settings.merge(finish());
             } else if (is_kw("FORMAT") || is_kw("SETTINGS")) {
                 std::string format;
@@ -1199,6 +1241,12 @@ private:
                 return v;
             }
             if (v.kind == value::text) {
+                if (auto dot = v.s.find('.'); is_time(c.type) && dot != std::string::npos && v.s.size() - dot == 4) {
+                    auto secs = detail::sim::to_int(std::string_view(v.s).substr(0, dot));
+                    auto ms = detail::sim::to_int(std::string_view(v.s).substr(dot + 1));
+                    if (secs && ms && *ms >= 0) // "seconds.mmm", as ClickHouse reads a DateTime64(3)
+                        return value::of_number(*secs * 1000 + *ms);
+                }
                 auto n = detail::sim::to_int(v.s);
                 if (!n)
                     throw sim_error{41, "Cannot parse " + c.type + " from '" + v.s + "' (simulated)"};
@@ -1213,12 +1261,26 @@ private:
         struct item {
             expr e;
             std::string name;
-            bool count = false;
+            enum agg_t { none, count, max, min } agg = none;
         };
 
-        void select(std::vector<std::string>& out) {
-            bool distinct = accept_kw("DISTINCT");
+        /// A SELECT's items, evaluated rows and the table they came from.
+        struct selection {
             std::vector<item> items;
+            std::vector<std::vector<value>> rows;
+            table scratch;             ///< system tables and SELECT without FROM
+            const table* src = nullptr; ///< the table read, or null for scratch
+            const table& source() const { return src ? *src : scratch; }
+        };
+
+        /// Parses and runs `SELECT …` after the keyword, up to (not including)
+        /// SETTINGS / FORMAT / end / a closing parenthesis. Aggregates:
+        /// count(), max(col), min(col) without GROUP BY (one row, as ClickHouse
+        /// returns even for no input).
+        selection selection_rows() {
+            selection sel;
+            bool distinct = accept_kw("DISTINCT");
+            auto& items = sel.items;
             do {
                 item it;
                 if (is_kw("COUNT") && peek(1).kind == token::symbol && peek(1).text == "(") {
@@ -1227,10 +1289,18 @@ private:
                         accept_sym("*");
                         expect_sym(")");
                     }
-                    it.count = true;
+                    it.agg = item::count;
                     it.e.text = "count()";
                 } else {
                     it.e = parse_expr();
+                    std::string f = detail::sim::upper(it.e.name);
+                    if (it.e.kind == expr::call && (f == "MAX" || f == "MIN") && it.e.args.size() == 1) {
+                        it.agg = f == "MAX" ? item::max : item::min;
+                        expr arg = it.e.args.front();
+                        std::string text = it.e.text;
+                        it.e = std::move(arg);
+                        it.e.text = std::move(text);
+                    }
                 }
                 it.name = it.e.text;
                 if (accept_kw("AS"))
@@ -1238,18 +1308,15 @@ private:
                 items.push_back(std::move(it));
             } while (accept_sym(","));
 
-            table scratch;
-            const table* src = &scratch;
             std::vector<std::vector<value>> rows;
-            bool final_ = false;
             if (accept_kw("FROM")) {
                 std::string tn = table_name();
                 if (tn == "system.tables" || tn == "system.columns" || tn == "system.mutations") {
-                    system_table(tn, scratch, rows);
+                    system_table(tn, sel.scratch, rows);
                 } else {
                     const table& t = s.lookup(tn);
-                    src = &t;
-                    final_ = accept_kw("FINAL");
+                    sel.src = &t;
+                    bool final_ = accept_kw("FINAL");
                     std::vector<detail::sim::row> all;
                     for (auto& p : t.parts)
                         for (auto& r : p.rows)
@@ -1262,6 +1329,7 @@ private:
             } else {
                 rows.emplace_back(); // one row, no columns
             }
+            const table* src = &sel.source();
             if (accept_kw("WHERE")) {
                 expr cond = parse_expr();
                 std::erase_if(rows, [&](const std::vector<value>& r) { return !truthy(s.eval(cond, *src, r)); });
@@ -1285,18 +1353,6 @@ private:
                 limit = *detail::sim::to_int(t.text);
                 ++i;
             }
-            std::string format = stmt.format;
-            auto settings = finish(&format);
-            if (format.empty())
-                format = "TabSeparated";
-            if (format != "TabSeparated" && format != "JSONEachRow" && format != "TSV")
-                unsupported();
-            std::size_t block = 1000;
-            if (auto it = settings.find("max_block_size"); it != settings.end() && it->second.n > 0)
-                block = static_cast<std::size_t>(it->second.n);
-
-            // Evaluate every item on every row up front, so invalid expressions fail
-            // even on an empty table.
             if (!order.empty()) {
                 std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
                     for (auto& [e, desc] : order) {
@@ -1308,20 +1364,38 @@ private:
                     return false;
                 });
             }
-            std::vector<std::vector<value>> result;
-            bool aggregate = std::any_of(items.begin(), items.end(), [](const item& it) { return it.count; });
+            auto& result = sel.rows;
+            bool aggregate = std::any_of(items.begin(), items.end(), [](const item& it) { return it.agg != item::none; });
+            // Evaluate every item up front, so invalid expressions fail even on an empty table.
             std::vector<value> probe(src->columns.size());
             for (auto& it : items)
-                if (!it.count)
+                if (it.agg != item::count)
                     s.eval(it.e, *src, rows.empty() ? probe : rows.front());
             if (aggregate) {
                 std::vector<value> r;
                 for (auto& it : items) {
-                    if (!it.count)
-                        unsupported();
-                    value v = value::of_number(static_cast<std::int64_t>(rows.size()));
-                    v.quoted64 = true;
-                    r.push_back(v);
+                    if (it.agg == item::none)
+                        unsupported(); // no GROUP BY in the model
+                    if (it.agg == item::count) {
+                        value v = value::of_number(static_cast<std::int64_t>(rows.size()));
+                        v.quoted64 = true;
+                        r.push_back(v);
+                        continue;
+                    }
+                    std::optional<value> best;
+                    for (auto& row : rows) {
+                        value v = s.eval(it.e, *src, row);
+                        auto c = best ? detail::sim::compare(v, *best) : std::optional<int>(1);
+                        if (!best || (c && (it.agg == item::max ? *c > 0 : *c < 0)))
+                            best = std::move(v);
+                    }
+                    if (!best) { // no rows: the type's default (0, the epoch, '')
+                        best = value::of_number(0);
+                        if (it.e.kind == expr::column)
+                            if (auto idx = src->find(it.e.name); idx && src->columns[*idx].type.find("String") != std::string::npos)
+                                best = value::of_text("");
+                    }
+                    r.push_back(*best);
                 }
                 result.push_back(std::move(r));
             } else {
@@ -1342,12 +1416,29 @@ private:
             }
             if (limit && static_cast<std::int64_t>(result.size()) > *limit)
                 result.resize(static_cast<std::size_t>(*limit));
+            return sel;
+        }
 
-            // Output types: a bare column of a time type is formatted as a time.
+        void select(std::vector<std::string>& out) {
+            selection sel = selection_rows();
+            const table* src = &sel.source();
+            auto& items = sel.items;
+            auto& result = sel.rows;
+            std::string format = stmt.format;
+            auto settings = finish(&format);
+            if (format.empty())
+                format = "TabSeparated";
+            if (format != "TabSeparated" && format != "JSONEachRow" && format != "TSV")
+                unsupported();
+            std::size_t block = 1000;
+            if (auto it = settings.find("max_block_size"); it != settings.end() && it->second.n > 0)
+                block = static_cast<std::size_t>(it->second.n);
+
+            // Output types: a bare column (or max/min of one) of a time type is formatted as a time.
             std::vector<std::string> types;
             for (auto& it : items) {
                 std::string ty;
-                if (it.e.kind == expr::column)
+                if (it.e.kind == expr::column && it.agg != item::count)
                     if (auto idx = src->find(it.e.name))
                         ty = src->columns[*idx].type;
                 if (it.e.kind == expr::call && detail::sim::upper(it.e.name).starts_with("TODATETIME"))
