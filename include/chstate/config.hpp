@@ -69,11 +69,31 @@ struct lock_options {
     lock_mode mode = lock_mode::automatic;
 };
 
+/// What a write's version (the state table's ReplacingMergeTree column
+/// updated_at) is made of (README: "Versions").
+enum class write_versions {
+    /// greatest(the server's now64(3), the id's newest updated_at + 1 ms),
+    /// computed by the server inside the INSERT: a write that starts after
+    /// another has finished always sorts after it, however the server's or
+    /// the clients' clocks step or drift. Same table as the seed's (a seed
+    /// process shares it); the INSERT is an INSERT … SELECT instead of the
+    /// seed's INSERT … VALUES. Needs ClickHouse ≥ 22.4 (millisecond
+    /// intervals) or a server without DateTime64 (< 20.1); on 20.1–22.3 the
+    /// store falls back to `clock`.
+    monotonic,
+    /// The seed's statements verbatim: updated_at is the server's now64(3)
+    /// (on servers without DateTime64, the store's clock in milliseconds). A
+    /// clock that steps back lets an older write win until the clock has
+    /// caught up.
+    clock,
+};
+
 /// Where the store keeps its tables and how it locks.
 struct store_options {
     std::string schema = "meltano"; ///< database holding the tables
     std::string table = "state";    ///< state table; the lock table is <table>_lock
     lock_options lock;
+    write_versions versions = write_versions::monotonic;
 };
 
 /// Reads an environment variable; replaceable in tests.

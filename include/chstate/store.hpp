@@ -14,6 +14,7 @@
 //
 //   get(id)            -> std::optional<state>   (nullopt: no state stored)
 //   set(state)                                     write a whole state
+//   set(lease, state)                              write under a held lock (fenced)
 //   update(state)      -> state                    Meltano's locked update (see below)
 //   delete_state(id)                               remove a state
 //   clear(id)                                      delete under the lock
@@ -41,15 +42,20 @@
 // lock's grant table when the store runs lock_mode::strict (config.hpp);
 // ensure_schema() does it explicitly.
 //
-// Fencing (lock_mode::strict). update() and clear() re-check, just before
-// they write, that their grant is still the id's newest (fence_check) and
-// fail with errc::lock_lost otherwise. The seed's state table cannot make
-// the write itself conditional: a holder that stalls between that check and
-// its INSERT can still land a write after its lease expired and a newer
-// holder wrote. Closing that window needs the grant's token in the state
-// row, e.g. ReplacingMergeTree(version) with version derived from
-// (fencing token, write sequence), so a superseded holder's late write
-// always sorts below the newer holder's.
+// Fencing (lock_mode::strict). update(), and set(lease, s) for a caller
+// holding a lease, write with an INSERT that the server performs only if
+// the lease's grant is still the id's newest and not released (the check is
+// part of the INSERT … SELECT), then read the grant table again: success
+// means the grant was still current after the write had landed, so the
+// next holder, which reads after its own grant, sees the write. Otherwise
+// they fail with errc::lock_lost — the write was refused, or, when the
+// grant moved while the INSERT ran, may have landed: "not confirmed", never
+// silently lost. clear() checks its grant before deleting.
+//
+// Versions (store_options::versions). By default each write's updated_at is
+// greatest(server now, the id's newest updated_at + 1 ms), computed by the
+// server: a write that starts after another finished sorts after it,
+// whatever the clocks do (README: "Versions").
 #pragma once
 
 #include <chstate/clock.hpp>
@@ -62,6 +68,8 @@
 #include <chstate/lock.hpp>
 #include <chstate/state.hpp>
 #include <chstate/transport.hpp>
+
+#include <cstdio>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -166,6 +174,23 @@ public:
     }
     void set(state s) {
         detail::run_blocking<>([&](diagnostics& d, auto h) { async_set(std::move(s), d, std::move(h)); });
+    }
+
+    /// Writes s under `lease`, which must hold the lock for s.state_id.
+    /// strict: fenced as described at the top (errc::lock_lost when the
+    /// lease was superseded); seed_compatible: a plain set (the seed's lock
+    /// carries no token to check). errc::invalid_argument when the lease is
+    /// for another state id; errc::lock_lost when it is not held.
+    template <class CompletionToken = asio::deferred_t>
+    auto async_set(const lock_lease& lease, state s, diagnostics& diag, CompletionToken&& token = {}) {
+        return start(set_under_op(lease_view(lease), std::move(s), &diag), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_set(const lock_lease& lease, state s, CompletionToken&& token = {}) {
+        return start(set_under_op(lease_view(lease), std::move(s), nullptr), std::forward<CompletionToken>(token));
+    }
+    void set(const lock_lease& lease, state s) {
+        detail::run_blocking<>([&](diagnostics& d, auto h) { async_set(lease, std::move(s), d, std::move(h)); });
     }
 
     // ---- update -------------------------------------------------------------
@@ -532,7 +557,8 @@ private:
         while (!version.empty() && (version.back() == '\n' || version.back() == '\r'))
             version.pop_back();
         auto stm = std::make_shared<const detail::statements>(detail::table_names(options_.schema, options_.table),
-                                                              detail::server_features::from_version(version));
+                                                              detail::server_features::from_version(version),
+                                                              options_.versions == write_versions::monotonic);
         const bool can_strict = stm->features().dedup_token;
         bool strict = false;
         switch (options_.lock.mode) {
@@ -627,6 +653,72 @@ private:
                                    diag);
     }
 
+    /// strict: how many tokens an id's grant events may span before release prunes them.
+    static constexpr std::uint64_t grant_prune_interval = 64;
+
+    /// A held lock: its lock_id and, in strict mode, its fencing token (else 0).
+    struct grant_ref {
+        std::string lock_id;
+        std::uint64_t token = 0;
+    };
+
+    /// What set(lease, s) needs of a lease, copied before the operation starts.
+    struct lease_ref {
+        bool held = false;
+        std::string state_id;
+        std::string lock_id;
+        std::uint64_t token = 0;
+    };
+    static lease_ref lease_view(const lock_lease& l) { return {l.held(), l.state_id(), l.lock_id(), l.token()}; }
+
+    op<> set_under_op(lease_ref lease, state s, diagnostics* d) {
+        diagnostics local;
+        diagnostics& diag = d ? *d : local;
+        if (auto ec = check_id(s.state_id, diag))
+            co_return std::tuple{ec};
+        if (!lease.held) {
+            diag.message = "set(lease, state): the lease does not hold a lock (released or moved from)";
+            co_return std::tuple{make_error_code(errc::lock_lost)};
+        }
+        if (lease.state_id != s.state_id) {
+            diag.message = "set(lease, state): the lease is for state_id " + lease.state_id +
+                           ", the state is for state_id " + s.state_id;
+            co_return std::tuple{make_error_code(errc::invalid_argument)};
+        }
+        // A named local: GCC 12 mishandles temporaries that live across co_await.
+        const grant_ref held{std::move(lease.lock_id), lease.token};
+        co_return co_await fenced_set(s, held, diag);
+    }
+
+    /// A write under a grant: seed_compatible (token 0) a plain set; strict
+    /// an INSERT conditional on the grant, then the grant read again.
+    op<> fenced_set(const state& s, const grant_ref& held, diagnostics& diag) {
+        if (held.token == 0)
+            co_return co_await set_impl(s, diag);
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec};
+        auto stm = stmts_snapshot();
+        if (auto [ec] = co_await execute(stm->insert_state(s.state_id, detail::serialize_part(s.partial_state),
+                                                           detail::serialize_part(s.completed_state),
+                                                           stm->store_versions() ? next_version() : 0, held.token),
+                                         diag);
+            ec)
+            co_return std::tuple{ec};
+        auto [ec, latest] = co_await grant_latest(s.state_id, diag);
+        if (ec)
+            co_return std::tuple{ec};
+        if (latest && latest->token == held.token && !latest->released && latest->lock_id == held.lock_id)
+            co_return std::tuple{error_code{}}; // still the newest grant after the write landed
+        diag.message = "lock for state_id " + s.state_id + " (fencing token " + std::to_string(held.token) +
+                       ") is no longer held (" +
+                       (!latest ? std::string("no grant found")
+                        : latest->token > held.token ? "superseded by fencing token " + std::to_string(latest->token)
+                        : latest->released           ? std::string("released")
+                                                     : std::string("another client holds the token")) +
+                       "): the server refused the write, unless the grant moved while it ran — not confirmed";
+        co_return std::tuple{make_error_code(errc::lock_lost)};
+    }
+
     op<state> update_op(state incoming, diagnostics* d) {
         diagnostics local;
         co_return co_await update_impl(std::move(incoming), d ? *d : local);
@@ -647,11 +739,9 @@ private:
                 written = std::move(current->merge_partial(incoming));
             else
                 written = std::move(incoming);
-            // Fencing: refuse to write under a grant that was superseded.
-            std::tie(ec) = co_await fence_check(id, held, diag);
-            if (!ec)
-                std::tie(ec) = co_await set_impl(written, diag);
-            else
+            // Fenced: refused (errc::lock_lost) under a superseded grant.
+            std::tie(ec) = co_await fenced_set(written, held, diag);
+            if (ec)
                 written = state{};
         }
         diagnostics release_diag;
@@ -783,12 +873,34 @@ private:
             co_return std::tuple{error_code{}};
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
+        auto stm = stmts_snapshot();
+        // monotonic: one version for the whole INSERT, above every stored one.
+        std::optional<std::uint64_t> floor_ms;
+        if (stm->monotonic_versions()) {
+            auto [ec, got] = co_await rows(stm->select_version_floor(next_version()), diag);
+            if (ec)
+                co_return std::tuple{ec};
+            if (!got.empty())
+                floor_ms = detail::uint_field(got.front(), "v");
+            if (!floor_ms) {
+                diag.message = "version floor reply has no number";
+                co_return std::tuple{make_error_code(errc::protocol_error)};
+            }
+        }
+        const bool versions = floor_ms || stm->store_versions();
         std::string body;
-        const bool versions = stmts_snapshot()->store_versions();
         for (const auto& s : states) {
             json::object row;
-            if (versions)
+            if (floor_ms && stm->features().datetime64) {
+                char text[32]; // "seconds.mmm": how DateTime64(3) reads an exact time on every version
+                std::snprintf(text, sizeof text, "%llu.%03llu", static_cast<unsigned long long>(*floor_ms / 1000),
+                              static_cast<unsigned long long>(*floor_ms % 1000));
+                row["updated_at"] = text;
+            } else if (floor_ms) {
+                row["updated_at"] = *floor_ms;
+            } else if (versions) {
                 row["updated_at"] = next_version();
+            }
             row["state_id"] = s.state_id;
             auto partial = detail::serialize_part(s.partial_state);
             auto completed = detail::serialize_part(s.completed_state);
@@ -797,7 +909,7 @@ private:
             body += json::serialize(row);
             body += '\n';
         }
-        co_return co_await execute(stmts_snapshot()->insert_states(std::move(body)), diag);
+        co_return co_await execute(stm->insert_states(std::move(body), versions), diag);
     }
 
     op<> copy_op(std::string src, std::string dst, bool then_clear, diagnostics* d) {
@@ -849,10 +961,6 @@ private:
     }
 
     /// A grant as the store tracks it: token 0 = seed_compatible.
-    struct grant_ref {
-        std::string lock_id;
-        std::uint64_t token = 0;
-    };
 
     /// Acquires in the mode ready() resolved.
     op<grant_ref> acquire_any(const std::string& id, diagnostics& diag) {
@@ -968,10 +1076,19 @@ private:
     op<> release_impl(const std::string& id, const std::string& lock_id, std::uint64_t fence, diagnostics& diag) {
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
-        if (fence != 0) // strict: a release row for our token (harmless once superseded)
-            co_return co_await execute(stmts_snapshot()->insert_grant_event(id, fence, lock_id, "release", 0,
-                                                                            grant_event_key(id, fence, "/release")),
-                                       diag);
+        if (fence != 0) { // strict: a release row for our token (harmless once superseded)
+            auto stm = stmts_snapshot();
+            auto [ec] = co_await execute(
+                stm->insert_grant_event(id, fence, lock_id, "release", 0, grant_event_key(id, fence, "/release")), diag);
+            // Every grant_prune_interval-th token, drop the id's older events
+            // (~2 rows per grant); the newest token's stay, so tokens keep
+            // increasing. A failed prune only leaves rows for the next one.
+            if (!ec && fence % grant_prune_interval == 0) {
+                diagnostics ignored;
+                co_await execute(stm->prune_grants(id, fence), ignored);
+            }
+            co_return std::tuple{ec};
+        }
         co_return co_await execute_delete(stmts_snapshot()->delete_lock(id, lock_id), true, diag);
     }
 

@@ -1,15 +1,21 @@
 // chstate/detail/statements.hpp — the store's statements, per server dialect.
 //
-// On a modern server (≥ 23.3, and chDB) the schema and statements are the
-// seed's: a Meltano process and a chstate process share the tables.
+// On a modern server (≥ 23.3, and chDB) the schema is the seed's: a Meltano
+// process and a chstate process share the tables. With
+// write_versions::clock every statement is the seed's too; the default,
+// write_versions::monotonic, changes one: the state INSERT becomes an
+// INSERT … SELECT whose updated_at is greatest(now64(3), the id's newest
+// updated_at + 1 ms), so clock steps cannot let an older write win.
 //
 // Older servers (down to 18.16) get what they understand:
 //   * no DateTime64/now64 (< 20.1): the version column is
-//     `updated_at UInt64` holding milliseconds since the epoch, filled by
-//     the store from its clock (strictly increasing per store; writers on
-//     different hosts are ordered by their clocks, so clock skew between
-//     writers can let an older write win). Its DEFAULT (whole seconds × 1000)
-//     versions rows written by other clients without the column;
+//     `updated_at UInt64` holding milliseconds since the epoch, supplied by
+//     the store from its clock — monotonic: greatest(that, the id's newest
+//     + 1), so a writer whose clock lags still sorts after the write it
+//     followed; clock: the clock's value alone. Its DEFAULT (whole seconds
+//     × 1000) versions rows written by other clients without the column;
+//   * DateTime64 without millisecond intervals (20.1–22.3): monotonic
+//     falls back to clock;
 //   * no {name:Type} parameters (< 20.1 here): the store inlines quoted
 //     literals (inline_parameters);
 //   * no lightweight DELETE (< 23.3): `ALTER TABLE … DELETE`, a background
@@ -43,6 +49,8 @@ struct server_features {
     /// insert_deduplication_token (≥ 22.2) with non_replicated_deduplication_window
     /// (≥ 21.5): the strict lock's atomic grant.
     bool dedup_token = true;
+    /// INTERVAL n MILLISECOND on DateTime64 (≥ 22.4): monotonic versions.
+    bool subsecond_intervals = true;
 
     static server_features from_version(std::string_view version) {
         server_features f;
@@ -61,6 +69,7 @@ struct server_features {
         f.lightweight_delete = at_least(23, 3);
         f.ttl = at_least(19, 6);
         f.dedup_token = at_least(22, 2);
+        f.subsecond_intervals = at_least(22, 4);
         return f;
     }
 };
@@ -100,10 +109,15 @@ std::string epoch_seconds(TimePoint t) {
 
 class statements {
 public:
-    statements(table_names names, server_features features)
-        : t_(std::move(names)), f_(features) {}
+    /// `monotonic`: write_versions::monotonic was asked for (config.hpp);
+    /// it holds where the server can compute it (monotonic_versions()).
+    statements(table_names names, server_features features, bool monotonic = true)
+        : t_(std::move(names)), f_(features), monotonic_(monotonic && (f_.subsecond_intervals || !f_.datetime64)) {}
 
     const server_features& features() const noexcept { return f_; }
+
+    /// True when each write's version is greatest(now, the id's newest + 1 ms).
+    bool monotonic_versions() const noexcept { return monotonic_; }
     const table_names& tables() const noexcept { return t_; }
 
     static statement select_version() { return {"SELECT version()", {}, "TabSeparated", {}, true}; }
@@ -151,35 +165,71 @@ public:
     }
 
     /// Parts are JSON text, or nullopt for NULL (an empty part).
+    /// `client_ms`: the store's clock in milliseconds, used only where the
+    /// server has no DateTime64 (store_versions()).
+    /// `fence`: a strict lock's fencing token; the row is then written only
+    /// if that token is still the id's newest grant and not released — the
+    /// check runs on the server inside the INSERT (grant table, see below).
+    ///
+    /// Statement shapes (modern server):
+    ///   clock, no fence:  the seed's INSERT … VALUES (updated_at by DEFAULT,
+    ///                     or the store's milliseconds without DateTime64)
+    ///   otherwise:        INSERT … SELECT values, [version] [WHERE fence]
+    ///   version (monotonic): greatest(now64(3), (SELECT max(updated_at) …
+    ///                        WHERE state_id = id) + INTERVAL 1 MILLISECOND)
     statement insert_state(std::string_view id, std::optional<std::string> partial,
-                           std::optional<std::string> completed, std::uint64_t version = 0) const {
+                           std::optional<std::string> completed, std::uint64_t client_ms = 0,
+                           std::optional<std::uint64_t> fence = std::nullopt) const {
+        statement st{{}, {string_param("state_id", std::string(id)),
+                          {"partial_state", "Nullable(String)", std::move(partial)},
+                          {"completed_state", "Nullable(String)", std::move(completed)}},
+                     {}, {}, false};
+        std::string version; // the updated_at expression, empty = the column's DEFAULT
+        const std::string newest = "(SELECT max(updated_at) FROM " + t_.state + " WHERE state_id = {state_id:String})";
+        if (monotonic_)
+            version = f_.datetime64 ? "greatest(now64(3), " + newest + " + INTERVAL 1 MILLISECOND)"
+                                    : "greatest({updated_at:UInt64}, " + newest + " + 1)";
+        else if (store_versions())
+            version = "{updated_at:UInt64}";
         if (store_versions())
-            return {"INSERT INTO " + t_.state +
-                        " (state_id, partial_state, completed_state, updated_at) VALUES"
-                        " ({state_id:String}, {partial_state:Nullable(String)}, {completed_state:Nullable(String)},"
-                        " {updated_at:UInt64})",
-                    {string_param("state_id", std::string(id)),
-                     {"partial_state", "Nullable(String)", std::move(partial)},
-                     {"completed_state", "Nullable(String)", std::move(completed)},
-                     {"updated_at", "UInt64", std::to_string(version)}},
-                    {}, {}, false};
-        return {"INSERT INTO " + t_.state +
-                    " (state_id, partial_state, completed_state) VALUES"
-                    " ({state_id:String}, {partial_state:Nullable(String)}, {completed_state:Nullable(String)})",
-                {string_param("state_id", std::string(id)),
-                 {"partial_state", "Nullable(String)", std::move(partial)},
-                 {"completed_state", "Nullable(String)", std::move(completed)}},
-                {}, {}, false};
+            st.parameters.push_back({"updated_at", "UInt64", std::to_string(client_ms)});
+        st.sql = "INSERT INTO " + t_.state + " (state_id, partial_state, completed_state" +
+                 (version.empty() ? ")" : ", updated_at)");
+        const std::string values = "{state_id:String}, {partial_state:Nullable(String)}, {completed_state:Nullable(String)}" +
+                                   (version.empty() ? std::string() : ", " + version);
+        if (!monotonic_ && !fence) {
+            st.sql += " VALUES (" + values + ")";
+            return st;
+        }
+        st.sql += " SELECT " + values;
+        if (fence) {
+            st.sql += " WHERE (SELECT max(token) FROM " + t_.grant + " WHERE state_id = {state_id:String}) = {fence:UInt64}"
+                      " AND (SELECT count() FROM " + t_.grant + " WHERE state_id = {state_id:String}"
+                      " AND token = {fence:UInt64} AND kind = 'release') = 0";
+            st.parameters.push_back({"fence", "UInt64", std::to_string(*fence)});
+        }
+        return st;
+    }
+
+    /// set_all's version for every row of one bulk INSERT (monotonic):
+    /// greatest(now, the table's newest updated_at + 1 ms), as milliseconds
+    /// since the epoch in column `v`.
+    statement select_version_floor(std::uint64_t client_ms) const {
+        if (f_.datetime64)
+            return {"SELECT toUnixTimestamp64Milli(greatest(now64(3), (SELECT max(updated_at) FROM " + t_.state +
+                        ") + INTERVAL 1 MILLISECOND)) AS v",
+                    {}, "JSONEachRow", {}, true};
+        return {"SELECT greatest({now:UInt64}, (SELECT max(updated_at) FROM " + t_.state + ") + 1) AS v",
+                {{"now", "UInt64", std::to_string(client_ms)}}, "JSONEachRow", {}, true};
     }
 
     /// Bulk insert; `rows` is JSONEachRow text built by the caller's JSON
-    /// serializer (data, never SQL).
-    statement insert_states(std::string rows) const {
-        if (store_versions()) // each row carries "updated_at"
-            return {"INSERT INTO " + t_.state +
-                        " (state_id, partial_state, completed_state, updated_at) FORMAT JSONEachRow",
-                    {}, {}, std::move(rows), false};
-        return {"INSERT INTO " + t_.state + " (state_id, partial_state, completed_state) FORMAT JSONEachRow",
+    /// serializer (data, never SQL). `with_versions`: each row carries
+    /// "updated_at" (milliseconds as a number where the column is UInt64,
+    /// "seconds.mmm" text for DateTime64(3)).
+    statement insert_states(std::string rows, bool with_versions) const {
+        return {"INSERT INTO " + t_.state + " (state_id, partial_state, completed_state" +
+                    (with_versions ? ", updated_at" : "") + ") FORMAT JSONEachRow",
                 {}, {}, std::move(rows), false};
     }
 
@@ -309,6 +359,15 @@ public:
                 {}, {}, true /* resending is safe: the token deduplicates it */};
     }
 
+    /// Removes the id's grant events older than `token` (every holder of
+    /// them has been superseded); the newest token's rows stay, so tokens
+    /// keep increasing.
+    statement prune_grants(std::string_view id, std::uint64_t token) const {
+        return {delete_from(t_.grant) + " WHERE state_id = {state_id:String} AND token < {token:UInt64}",
+                {string_param("state_id", std::string(id)), {"token", "UInt64", std::to_string(token)}}, {}, {},
+                true};
+    }
+
     /// Old servers: unfinished mutations on the state (lock = false) or lock table.
     statement pending_mutations(bool lock) const {
         return {"SELECT count() AS n FROM system.mutations WHERE database = {database:String}"
@@ -325,6 +384,7 @@ private:
 
     table_names t_;
     server_features f_;
+    bool monotonic_ = true;
 };
 
 } // namespace chstate::detail
