@@ -206,21 +206,28 @@ TEST_CASE("get_all streams: the reply arrives in chunks smaller than the table")
     CHECK(counting.stats().largest_chunk < counting.stats().bytes / 2);
 }
 
-TEST_CASE("set_all writes every state with one statement") {
-    fixture fx;
-    test::counting_transport<typename fixture::transport_type> counting(fx.make_transport());
-    store_options o;
-    o.schema = test::unique_schema(fixture::name);
-    basic_state_store<decltype(counting)> store(counting, o);
-    store.ensure_schema();
-    auto before = counting.stats().statements.load();
-    std::vector<state> states;
-    for (int i = 0; i < 100; ++i)
-        states.push_back(make_state("bulk" + std::to_string(i), R"({"i":)" + std::to_string(i) + "}", "{}"));
-    store.set_all(states);
-    CHECK(counting.stats().statements.load() - before == 1);
-    CHECK(store.state_ids("bulk*").size() == 100);
-    CHECK(store.get("bulk42") == states[42]);
+TEST_CASE("set_all writes every state with one INSERT (monotonic: after one version read)") {
+    for (auto versions : {write_versions::monotonic, write_versions::clock}) {
+        CAPTURE(int(versions));
+        fixture fx;
+        test::counting_transport<typename fixture::transport_type> counting(fx.make_transport());
+        store_options o;
+        o.schema = test::unique_schema(fixture::name);
+        o.versions = versions;
+        basic_state_store<decltype(counting)> store(counting, o);
+        store.ensure_schema();
+        store.set(make_state("bulk42", R"({"old":true})", "{}")); // the bulk write must supersede it
+        auto before = counting.stats().statements.load();
+        std::vector<state> states;
+        for (int i = 0; i < 100; ++i)
+            states.push_back(make_state("bulk" + std::to_string(i), R"({"i":)" + std::to_string(i) + "}", "{}"));
+        store.set_all(states);
+        CHECK(counting.stats().statements.load() - before == (versions == write_versions::monotonic ? 2 : 1));
+        CHECK(store.state_ids("bulk*").size() == 100);
+        CHECK(store.get("bulk42") == states[42]);
+        store.set(make_state("bulk42", R"({"after":true})", "{}")); // and a later write supersedes the bulk one
+        CHECK(store.get("bulk42")->partial_state == obj(R"({"after":true})"));
+    }
 }
 
 TEST_CASE("set_all refuses the whole batch when one state is invalid") {
@@ -592,6 +599,19 @@ inline store_options strict_options() {
     return o;
 }
 
+/// True when strict mode can run here; otherwise checks that asking for it
+/// fails with errc::unsupported (so no strict case passes without asserting).
+inline bool strict_or_unsupported(fixture& fx) {
+    if (strict_supported(fx))
+        return true;
+    timed_store ts(fx.make_transport(), strict_options());
+    error_code ec;
+    ts.store.async_acquire_lock("job", [&](error_code e, auto) { ec = e; });
+    ts.clock.run(ts.ioc);
+    CHECK(ec == errc::unsupported);
+    return false;
+}
+
 TEST_CASE("strict lock: an uncontended acquire takes no simulated time; tokens increase per id") {
     fixture fx;
     auto o = strict_options();
@@ -625,7 +645,7 @@ TEST_CASE("strict lock: an uncontended acquire takes no simulated time; tokens i
 
 TEST_CASE("strict lock: uncontended update() and clear() take no simulated time") {
     fixture fx;
-    if (!strict_supported(fx))
+    if (!strict_or_unsupported(fx))
         return;
     auto o = strict_options();
     timed_store ts(fx.make_transport(), o);
@@ -645,7 +665,7 @@ TEST_CASE("strict lock: uncontended update() and clear() take no simulated time"
 
 TEST_CASE("strict lock: a second client gives up after the timeout with state_id_locked") {
     fixture fx;
-    if (!strict_supported(fx))
+    if (!strict_or_unsupported(fx))
         return;
     auto o = strict_options();
     timed_store ts(fx.make_transport(), o);
@@ -664,7 +684,7 @@ TEST_CASE("strict lock: a second client gives up after the timeout with state_id
 
 TEST_CASE("strict lock: an expired lease is taken over and the old holder is fenced off") {
     fixture fx;
-    if (!strict_supported(fx))
+    if (!strict_or_unsupported(fx))
         return;
     auto o = strict_options();
     timed_store ts(fx.make_transport(), o);
@@ -698,9 +718,78 @@ TEST_CASE("strict lock: an expired lease is taken over and the old holder is fen
     CHECK(third_ec == errc::state_id_locked);
 }
 
+TEST_CASE("strict lock: set(lease, s) writes while the grant is current; after a takeover it is refused") {
+    fixture fx;
+    if (!strict_or_unsupported(fx))
+        return;
+    auto o = strict_options();
+    timed_store ts(fx.make_transport(), o);
+    auto run = [&](auto fut) {
+        ts.clock.run(ts.ioc);
+        return fut.get();
+    };
+    auto old = run(ts.store.async_acquire_lock("job", asio::use_future));
+    run(ts.store.async_set(old, make_state("job", "{}", R"({"n":1})"), asio::use_future));
+    CHECK(run(ts.store.async_get("job", asio::use_future))->completed_state == obj(R"({"n":1})"));
+    // Past its lease but not yet taken over: nobody else can hold the id, the write is safe.
+    ts.clock.advance(o.lock.lease_ttl + 1s);
+    run(ts.store.async_set(old, make_state("job", "{}", R"({"n":2})"), asio::use_future));
+    auto lease = run(ts.store.async_acquire_lock("job", asio::use_future));
+    CHECK(lease.token() == old.token() + 1);
+    diagnostics diag;
+    error_code ec;
+    ts.store.async_set(old, make_state("job", "{}", R"({"n":99})"), diag, [&](error_code e) { ec = e; });
+    ts.clock.run(ts.ioc);
+    CHECK(ec == errc::lock_lost);
+    CHECK(diag.message.find("superseded by fencing token " + std::to_string(lease.token())) != std::string::npos);
+    CHECK(run(ts.store.async_get("job", asio::use_future))->completed_state == obj(R"({"n":2})")); // refused
+    run(ts.store.async_set(lease, make_state("job", "{}", R"({"n":3})"), asio::use_future));
+    CHECK(run(ts.store.async_get("job", asio::use_future))->completed_state == obj(R"({"n":3})"));
+}
+
+TEST_CASE("strict lock: release prunes an id's older grant events, tokens keep increasing") {
+    fixture fx;
+    if (!strict_or_unsupported(fx))
+        return;
+    timed_store ts(fx.make_transport(), strict_options());
+    std::uint64_t last = 0;
+    for (int i = 0; i < 70; ++i) {
+        auto fut = ts.store.async_acquire_lock("job", asio::use_future);
+        ts.clock.run(ts.ioc);
+        auto lease = fut.get();
+        CHECK(lease.token() == last + 1);
+        last = lease.token();
+        auto rel = lease.async_release(asio::use_future);
+        ts.clock.run(ts.ioc);
+        rel.get();
+    }
+    auto t = fx.make_transport();
+    const std::string grant = "`" + ts.store.options().schema + "`.`state_grant`";
+    // 70 grants and releases = 140 events; the prune at token 64 left tokens 64..70.
+    CHECK(test::raw_sql(t, "SELECT min(token), count() FROM " + grant) == "64\t14\n");
+}
+
+TEST_CASE("set(lease, s): a lease for another id is invalid_argument; a released one is lock_lost") {
+    store_under_test t;
+    auto lease = t.store.acquire_lock("job");
+    diagnostics diag;
+    CHECK_THROWS_WITH_AS(t.store.set(lease, make_state("other", "{}", "{}")),
+                         doctest::Contains("the lease is for state_id job"), chstate::error);
+    t.store.set(lease, make_state("job", R"({"a":1})", "{}"));
+    CHECK(t.store.get("job")->partial_state == obj(R"({"a":1})"));
+    lease.release();
+    try {
+        t.store.set(lease, make_state("job", "{}", "{}"));
+        FAIL("set under a released lease succeeded");
+    } catch (const chstate::error& e) {
+        CHECK(e.code() == errc::lock_lost);
+    }
+    CHECK(t.store.get("job")->partial_state == obj(R"({"a":1})"));
+}
+
 TEST_CASE("strict lock: renewing extends the lease past its first expiry") {
     fixture fx;
-    if (!strict_supported(fx))
+    if (!strict_or_unsupported(fx))
         return;
     auto o = strict_options();
     o.lock.timeout = 5s;
@@ -724,7 +813,7 @@ TEST_CASE("strict lock: renewing extends the lease past its first expiry") {
 
 TEST_CASE("strict lock: hostile ids reach the deduplication token only through quote_string") {
     fixture fx;
-    if (!strict_supported(fx))
+    if (!strict_or_unsupported(fx))
         return;
     auto o = strict_options();
     timed_store ts(fx.make_transport(), o);
@@ -756,7 +845,7 @@ TEST_CASE("lock_mode::automatic: strict on the embedded engine only") {
 
 TEST_CASE("strict lock: a heartbeat keeps the lease past lease_ttl and stops with the release") {
     fixture fx;
-    if (!strict_supported(fx))
+    if (!strict_or_unsupported(fx))
         return;
     auto o = strict_options();
     timed_store ts(fx.make_transport(), o);
@@ -782,7 +871,7 @@ TEST_CASE("strict lock: a heartbeat keeps the lease past lease_ttl and stops wit
 
 TEST_CASE("strict lock: a heartbeat that cannot renew reports the loss once") {
     fixture fx;
-    if (!strict_supported(fx))
+    if (!strict_or_unsupported(fx))
         return;
     auto o = strict_options();
     timed_store ts(fx.make_transport(), o);

@@ -137,10 +137,54 @@ TEST_CASE("statements: the seed's DDL on a modern server") {
           "DEFAULT now()) ENGINE = ReplacingMergeTree(locked_at) ORDER BY state_id TTL locked_at + INTERVAL 300 SECOND");
 }
 
+TEST_CASE("statements: the state INSERT per write_versions and server") {
+    const detail::table_names names("meltano", "state");
+    const auto modern = detail::server_features::from_version("26.5.1.1");
+    // clock: the seed's statement, verbatim.
+    detail::statements seed(names, modern, false);
+    CHECK_FALSE(seed.monotonic_versions());
+    CHECK(seed.insert_state("id", "{}", std::nullopt).sql ==
+          "INSERT INTO `meltano`.`state` (state_id, partial_state, completed_state) VALUES ({state_id:String}, "
+          "{partial_state:Nullable(String)}, {completed_state:Nullable(String)})");
+    // monotonic (default): the server computes the version inside the INSERT.
+    detail::statements mono(names, modern);
+    CHECK(mono.monotonic_versions());
+    auto m = mono.insert_state("id", "{}", std::nullopt);
+    CHECK(m.sql ==
+          "INSERT INTO `meltano`.`state` (state_id, partial_state, completed_state, updated_at) SELECT "
+          "{state_id:String}, {partial_state:Nullable(String)}, {completed_state:Nullable(String)}, "
+          "greatest(now64(3), (SELECT max(updated_at) FROM `meltano`.`state` WHERE state_id = {state_id:String}) "
+          "+ INTERVAL 1 MILLISECOND)");
+    CHECK(m.parameters.size() == 3);
+    // fenced: written only while the grant is the newest and not released.
+    auto f = mono.insert_state("id", "{}", std::nullopt, 0, 7);
+    CHECK(f.sql.find(" WHERE (SELECT max(token) FROM `meltano`.`state_grant` WHERE state_id = {state_id:String}) = "
+                     "{fence:UInt64} AND (SELECT count() FROM `meltano`.`state_grant` WHERE state_id = "
+                     "{state_id:String} AND token = {fence:UInt64} AND kind = 'release') = 0") != std::string::npos);
+    CHECK(f.parameters.back().value == "7");
+    // fenced under the seed's versions: the same condition on an INSERT … SELECT.
+    auto fs = seed.insert_state("id", "{}", std::nullopt, 0, 7);
+    CHECK(fs.sql.starts_with("INSERT INTO `meltano`.`state` (state_id, partial_state, completed_state) SELECT "));
+    CHECK(fs.sql.find("{fence:UInt64}") != std::string::npos);
+    // No DateTime64 (18.16): the store's milliseconds, raised above the id's newest.
+    const auto old = detail::server_features::from_version("18.16.1");
+    auto o = detail::statements(names, old).insert_state("id", "{}", std::nullopt, 1767225600123);
+    CHECK(o.sql.find("greatest({updated_at:UInt64}, (SELECT max(updated_at) FROM `meltano`.`state` WHERE "
+                     "state_id = {state_id:String}) + 1)") != std::string::npos);
+    CHECK(o.parameters.back().value == "1767225600123");
+    auto oc = detail::statements(names, old, false).insert_state("id", "{}", std::nullopt, 1767225600123);
+    CHECK(oc.sql.ends_with("{updated_at:UInt64})"));
+    CHECK(oc.sql.find("VALUES") != std::string::npos);
+    // DateTime64 without millisecond intervals (20.1–22.3): falls back to the clock.
+    CHECK_FALSE(detail::statements(names, detail::server_features::from_version("21.8.1")).monotonic_versions());
+    CHECK(detail::statements(names, detail::server_features::from_version("22.4.1")).monotonic_versions());
+}
+
 TEST_CASE("statements: values are only ever bound parameters") {
     detail::statements st(detail::table_names("meltano", "state"), {});
     const std::string evil = "x' OR 1=1 --";
-    for (const statement& s : {st.select_state(evil), st.insert_state(evil, evil, std::nullopt), st.delete_state(evil),
+    for (const statement& s : {st.select_state(evil), st.insert_state(evil, evil, std::nullopt),
+                               st.insert_state(evil, evil, evil, 1, 2), st.prune_grants(evil, 3), st.delete_state(evil),
                                st.select_state_ids(evil + "*"), st.select_lock_holder(evil),
                                st.delete_lock(evil, evil)}) {
         CHECK(s.sql.find(evil) == std::string::npos);
