@@ -559,6 +559,27 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
 
 }
 
+TEST_CASE("strict lock: a token the server deduplicates without a row is skipped, not retried forever") {
+    // ClickHouse's MergeTreeSink records a block's deduplication id before it
+    // commits the part; a commit that then fails leaves the id behind, and
+    // every later INSERT of that grant token is dropped with success.
+    manual_clock clock(time_point{} + std::chrono::seconds(1'700'000'000));
+    auto server = simulated_clickhouse::create(clock);
+    store_options o;
+    o.schema = "vacant";
+    o.lock.mode = lock_mode::strict;
+    o.lock.timeout = 5s;
+    basic_state_store<simulated_transport, manual_clock> store(simulated_transport(server, pool_executor()), o, clock);
+    store.ensure_schema();
+    server->record_deduplication_token("vacant.state_grant", "job/1");
+    server->record_deduplication_token("vacant.state_grant", "job/2");
+    auto lease = store.acquire_lock("job"); // no retry wait: no simulated time needs to pass
+    CHECK(lease.token() == 3);
+    lease.release();
+    CHECK(store.acquire_lock("job").token() == 4);
+    CHECK_THROWS_AS(server->record_deduplication_token("vacant.nope", "x"), chstate::error);
+}
+
 // ---- versions under clock steps (issue: an older write must never win) -----
 
 /// Writes A, then steps the server's clock by `step`, then writes B; returns

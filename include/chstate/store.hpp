@@ -1153,8 +1153,12 @@ private:
     /// True when `lock_id` holds `token`: every event of that token or a
     /// later one is a grant of exactly that token to `lock_id`. (A rival's
     /// row for the same token, a release, or any later token: not ours.)
-    op<bool> holds(const std::string& id, std::uint64_t token, const std::string& lock_id, diagnostics& diag) {
+    /// `vacant`, when given, is set when no event of `token` or later exists.
+    op<bool> holds(const std::string& id, std::uint64_t token, const std::string& lock_id, diagnostics& diag,
+                   bool* vacant = nullptr) {
         auto [ec, found] = co_await rows(stmts_snapshot()->select_grant_events_since(id, token), diag);
+        if (vacant)
+            *vacant = !ec && found.empty();
         if (ec || found.empty())
             co_return std::tuple{ec, false};
         for (const auto& row : found)
@@ -1168,13 +1172,19 @@ private:
         co_await asio::this_coro::throw_if_cancelled(false);
         const lock_options& lo = options_.lock;
         const time_point deadline = clock_.now() + lo.timeout;
+        // A token whose INSERT reported success yet left no row: the server
+        // recorded its deduplication id and then failed to commit the part
+        // (MergeTreeSink records before it commits), so every later INSERT of
+        // that token is dropped too. Racers all find it vacant and move on
+        // to the next token together, where deduplication decides again.
+        std::uint64_t vacant_token = 0;
         for (;;) {
             auto stm = stmts_snapshot();
             auto [ec, latest] = co_await grant_latest(id, diag);
             if (ec)
                 co_return std::tuple{ec, grant_ref{}};
             if (!latest || latest->released || latest->expires_ms < now_ms()) {
-                const std::uint64_t next = latest ? latest->token + 1 : 1;
+                const std::uint64_t next = std::max(latest ? latest->token + 1 : 1, vacant_token + 1);
                 std::string mine = detail::random_uuid();
                 std::tie(ec) = co_await execute(
                     stm->insert_grant_event(id, next, mine, "grant", now_ms() + ttl_ms(), grant_event_key(id, next, "")),
@@ -1183,13 +1193,19 @@ private:
                     co_await withdraw_strict(id, next, mine);
                     co_return std::tuple{ec, grant_ref{}};
                 }
-                auto [hec, won] = co_await holds(id, next, mine, diag);
+                bool vacant = false;
+                auto [hec, won] = co_await holds(id, next, mine, diag, &vacant);
                 if (hec) {
                     co_await withdraw_strict(id, next, mine);
                     co_return std::tuple{hec, grant_ref{}};
                 }
                 if (won)
                     co_return std::tuple{error_code{}, grant_ref{std::move(mine), next}};
+                if (vacant) {
+                    vacant_token = next;
+                    if (clock_.now() < deadline)
+                        continue; // try the next token now
+                }
             }
             if (clock_.now() >= deadline) {
                 diag.message = "Could not acquire lock for state_id: " + id;

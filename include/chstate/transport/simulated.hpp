@@ -347,6 +347,24 @@ public:
         std::lock_guard lk(mutex_);
         return clock_;
     }
+    /// Records `token` in `table`'s deduplication log without inserting a
+    /// block: a server that recorded the id and then failed to commit the
+    /// part (ClickHouse's MergeTreeSink records before it commits). Later
+    /// INSERTs with that token are dropped while reporting success.
+    void record_deduplication_token(const std::string& table_name, std::string token) {
+        std::lock_guard lk(mutex_);
+        table* found = nullptr;
+        try {
+            found = &lookup(table_name);
+        } catch (const sim_error& e) {
+            throw error(make_clickhouse_error(e.code), e.message);
+        }
+        auto& t = *found;
+        t.dedup_log.push_back(std::move(token));
+        if (static_cast<std::int64_t>(t.dedup_log.size()) > t.dedup_window)
+            t.dedup_log.erase(t.dedup_log.begin());
+    }
+
     /// Replaces the server's clock, e.g. with a skewed handle on the same
     /// timeline: the server's clock stepping back (or forward) as NTP does.
     void set_server_clock(manual_clock c) {
