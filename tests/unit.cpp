@@ -162,6 +162,11 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
                      "{fence:UInt64} AND (SELECT count() FROM `meltano`.`state_grant` WHERE state_id = "
                      "{state_id:String} AND token = {fence:UInt64} AND kind = 'release') = 0") != std::string::npos);
     CHECK(f.parameters.back().value == "7");
+    auto fd = mono.delete_state("id", 7);
+    CHECK(fd.sql == "DELETE FROM `meltano`.`state` WHERE state_id = {state_id:String} AND (SELECT max(token) FROM "
+                    "`meltano`.`state_grant` WHERE state_id = {state_id:String}) = {fence:UInt64} AND (SELECT count() "
+                    "FROM `meltano`.`state_grant` WHERE state_id = {state_id:String} AND token = {fence:UInt64} AND "
+                    "kind = 'release') = 0");
     // fenced under the seed's versions: the same condition on an INSERT … SELECT.
     auto fs = seed.insert_state("id", "{}", std::nullopt, 0, 7);
     CHECK(fs.sql.starts_with("INSERT INTO `meltano`.`state` (state_id, partial_state, completed_state) SELECT "));

@@ -50,7 +50,7 @@
 // next holder, which reads after its own grant, sees the write. Otherwise
 // they fail with errc::lock_lost — the write was refused, or, when the
 // grant moved while the INSERT ran, may have landed: "not confirmed", never
-// silently lost. clear() checks its grant before deleting.
+// silently lost. clear() deletes the same way.
 //
 // Versions (store_options::versions). By default each write's updated_at is
 // greatest(server now, the id's newest updated_at + 1 ms), computed by the
@@ -704,18 +704,38 @@ private:
                                          diag);
             ec)
             co_return std::tuple{ec};
-        auto [ec, latest] = co_await grant_latest(s.state_id, diag);
+        co_return co_await confirm_grant(s.state_id, held, "write", diag);
+    }
+
+    /// clear() under a grant: seed_compatible a plain delete; strict a DELETE
+    /// conditional on the grant, then the grant read again.
+    op<> fenced_delete(const std::string& id, const grant_ref& held, diagnostics& diag) {
+        if (held.token == 0)
+            co_return co_await delete_impl(id, diag);
+        if (auto [ec] = co_await ready(diag); ec)
+            co_return std::tuple{ec};
+        if (auto [ec] = co_await execute_delete(stmts_snapshot()->delete_state(id, held.token), false, diag); ec)
+            co_return std::tuple{ec};
+        co_return co_await confirm_grant(id, held, "delete", diag);
+    }
+
+    /// After a fenced statement: success when the grant is still the id's
+    /// newest, ours and not released — then any later grant, and the reads
+    /// of its holder, come after our statement. Otherwise errc::lock_lost:
+    /// refused by the server, or (grant moved while it ran) not confirmed.
+    op<> confirm_grant(const std::string& id, const grant_ref& held, const char* what, diagnostics& diag) {
+        auto [ec, latest] = co_await grant_latest(id, diag);
         if (ec)
             co_return std::tuple{ec};
         if (latest && latest->token == held.token && !latest->released && latest->lock_id == held.lock_id)
-            co_return std::tuple{error_code{}}; // still the newest grant after the write landed
-        diag.message = "lock for state_id " + s.state_id + " (fencing token " + std::to_string(held.token) +
+            co_return std::tuple{error_code{}};
+        diag.message = "lock for state_id " + id + " (fencing token " + std::to_string(held.token) +
                        ") is no longer held (" +
                        (!latest ? std::string("no grant found")
                         : latest->token > held.token ? "superseded by fencing token " + std::to_string(latest->token)
                         : latest->released           ? std::string("released")
                                                      : std::string("another client holds the token")) +
-                       "): the server refused the write, unless the grant moved while it ran — not confirmed";
+                       "): the server refused the " + what + ", unless the grant moved while it ran — not confirmed";
         co_return std::tuple{make_error_code(errc::lock_lost)};
     }
 
@@ -777,9 +797,7 @@ private:
         auto [ec, held] = co_await acquire_any(id, diag);
         if (ec)
             co_return std::tuple{ec};
-        std::tie(ec) = co_await fence_check(id, held, diag);
-        if (!ec)
-            std::tie(ec) = co_await delete_impl(id, diag);
+        std::tie(ec) = co_await fenced_delete(id, held, diag);
         diagnostics release_diag;
         auto [release_ec] = co_await release_impl(id, held.lock_id, held.token, release_diag);
         if (!ec && release_ec) {

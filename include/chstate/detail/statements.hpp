@@ -203,9 +203,7 @@ public:
         }
         st.sql += " SELECT " + values;
         if (fence) {
-            st.sql += " WHERE (SELECT max(token) FROM " + t_.grant + " WHERE state_id = {state_id:String}) = {fence:UInt64}"
-                      " AND (SELECT count() FROM " + t_.grant + " WHERE state_id = {state_id:String}"
-                      " AND token = {fence:UInt64} AND kind = 'release') = 0";
+            st.sql += " WHERE" + fence_condition();
             st.parameters.push_back({"fence", "UInt64", std::to_string(*fence)});
         }
         return st;
@@ -233,9 +231,16 @@ public:
                 {}, {}, std::move(rows), false};
     }
 
-    statement delete_state(std::string_view id) const {
-        return {delete_from(t_.state) + " WHERE state_id = {state_id:String}",
-                {string_param("state_id", std::string(id))}, {}, {}, true};
+    /// `fence`: as insert_state's — the row is deleted only while that grant
+    /// is the id's newest and not released.
+    statement delete_state(std::string_view id, std::optional<std::uint64_t> fence = std::nullopt) const {
+        statement st{delete_from(t_.state) + " WHERE state_id = {state_id:String}",
+                     {string_param("state_id", std::string(id))}, {}, {}, true};
+        if (fence) {
+            st.sql += " AND" + fence_condition();
+            st.parameters.push_back({"fence", "UInt64", std::to_string(*fence)});
+        }
+        return st;
     }
 
     statement count_states() const {
@@ -377,6 +382,13 @@ public:
     }
 
 private:
+    /// True while grant {fence:UInt64} is the id's newest and not released.
+    std::string fence_condition() const {
+        return " (SELECT max(token) FROM " + t_.grant + " WHERE state_id = {state_id:String}) = {fence:UInt64}"
+               " AND (SELECT count() FROM " + t_.grant + " WHERE state_id = {state_id:String}"
+               " AND token = {fence:UInt64} AND kind = 'release') = 0";
+    }
+
     std::string delete_from(const std::string& table) const {
         return (f_.lightweight_delete ? "DELETE FROM " : "ALTER TABLE ") + table +
                (f_.lightweight_delete ? "" : " DELETE");
