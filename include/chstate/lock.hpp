@@ -16,6 +16,10 @@
 // released, destroyed or moved onto; a failed renewal calls on_lost(ec)
 // once, on the store's executor, and ends the heartbeat: the signal to stop
 // (or cancel) the guarded work.
+//
+// Write under the lease with store.set(lease, state): in strict mode the
+// server refuses it once a newer grant exists (errc::lock_lost), and a
+// success means the write landed while the grant was still current.
 #pragma once
 
 #include <chstate/clock.hpp>
