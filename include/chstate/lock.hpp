@@ -126,9 +126,10 @@ public:
         heartbeat_ = Store::start_heartbeat(store_, state_id_, lock_id_, token_, interval, std::move(on_lost));
     }
 
-    /// strict: checks that the lease is still the id's current grant (the
-    /// fencing check update() and clear() run before they write); completes
-    /// with void(error_code), errc::lock_lost if not. seed_compatible:
+    /// strict: checks that the lease is still the id's current grant, not
+    /// released and not expired by the store's clock; completes with
+    /// void(error_code), errc::lock_lost if not. (Writes do not need it:
+    /// store.set(lease, s) is checked by the server itself.) seed_compatible:
     /// success while held.
     template <class CompletionToken = asio::deferred_t>
     auto async_verify(CompletionToken&& token = {}) {
