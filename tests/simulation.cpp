@@ -570,14 +570,25 @@ TEST_CASE("strict lock: a token the server deduplicates without a row is skipped
     o.schema = "vacant";
     o.lock.mode = lock_mode::strict;
     o.lock.timeout = 5s;
-    basic_state_store<simulated_transport, manual_clock> store(simulated_transport(server, pool_executor()), o, clock);
-    store.ensure_schema();
+    asio::io_context ioc; // driven by clock.run: a regression fails after the timeout, never hangs
+    basic_state_store<simulated_transport, manual_clock> store(ioc.get_executor(),
+                                                               simulated_transport(server, ioc.get_executor()), o, clock);
+    auto schema = store.async_ensure_schema(asio::use_future);
+    clock.run(ioc);
+    schema.get();
     server->record_deduplication_token("vacant.state_grant", "job/1");
     server->record_deduplication_token("vacant.state_grant", "job/2");
-    auto lease = store.acquire_lock("job"); // no retry wait: no simulated time needs to pass
+    auto first = store.async_acquire_lock("job", asio::use_future);
+    CHECK(clock.run(ioc) == duration::zero()); // no retry wait
+    auto lease = first.get();
     CHECK(lease.token() == 3);
-    lease.release();
-    CHECK(store.acquire_lock("job").token() == 4);
+    auto rel = lease.async_release(asio::use_future);
+    clock.run(ioc);
+    rel.get();
+    auto second = store.async_acquire_lock("job", asio::use_future);
+    clock.run(ioc);
+    CHECK(second.get().token() == 4);
+    clock.run(ioc); // the second lease's background release
     CHECK_THROWS_AS(server->record_deduplication_token("vacant.nope", "x"), chstate::error);
 }
 
