@@ -641,7 +641,9 @@ private:
         co_return co_await set_impl(s, d ? *d : local);
     }
 
-    op<> set_impl(const state& s, diagnostics& diag) {
+    /// `fence`: a strict grant's token; the server then writes only while
+    /// that grant is the id's newest (statements::insert_state).
+    op<> set_impl(const state& s, diagnostics& diag, std::optional<std::uint64_t> fence = std::nullopt) {
         if (auto ec = check_id(s.state_id, diag))
             co_return std::tuple{ec};
         if (auto [ec] = co_await ready(diag); ec)
@@ -649,7 +651,7 @@ private:
         auto stm = stmts_snapshot();
         co_return co_await execute(stm->insert_state(s.state_id, detail::serialize_part(s.partial_state),
                                                      detail::serialize_part(s.completed_state),
-                                                     stm->store_versions() ? next_version() : 0),
+                                                     stm->store_versions() ? next_version() : 0, fence),
                                    diag);
     }
 
@@ -695,14 +697,7 @@ private:
     op<> fenced_set(const state& s, const grant_ref& held, diagnostics& diag) {
         if (held.token == 0)
             co_return co_await set_impl(s, diag);
-        if (auto [ec] = co_await ready(diag); ec)
-            co_return std::tuple{ec};
-        auto stm = stmts_snapshot();
-        if (auto [ec] = co_await execute(stm->insert_state(s.state_id, detail::serialize_part(s.partial_state),
-                                                           detail::serialize_part(s.completed_state),
-                                                           stm->store_versions() ? next_version() : 0, held.token),
-                                         diag);
-            ec)
+        if (auto [ec] = co_await set_impl(s, diag, held.token); ec)
             co_return std::tuple{ec};
         co_return co_await confirm_grant(s.state_id, held, "write", diag);
     }
@@ -712,9 +707,7 @@ private:
     op<> fenced_delete(const std::string& id, const grant_ref& held, diagnostics& diag) {
         if (held.token == 0)
             co_return co_await delete_impl(id, diag);
-        if (auto [ec] = co_await ready(diag); ec)
-            co_return std::tuple{ec};
-        if (auto [ec] = co_await execute_delete(stmts_snapshot()->delete_state(id, held.token), false, diag); ec)
+        if (auto [ec] = co_await delete_impl(id, diag, held.token); ec)
             co_return std::tuple{ec};
         co_return co_await confirm_grant(id, held, "delete", diag);
     }
@@ -724,18 +717,13 @@ private:
     /// of its holder, come after our statement. Otherwise errc::lock_lost:
     /// refused by the server, or (grant moved while it ran) not confirmed.
     op<> confirm_grant(const std::string& id, const grant_ref& held, const char* what, diagnostics& diag) {
-        auto [ec, latest] = co_await grant_latest(id, diag);
-        if (ec)
+        // Expiry is not checked: after the statement, only a newer grant matters.
+        auto [ec, why] = co_await grant_lost_reason(id, held, false, diag);
+        if (ec || why.empty())
             co_return std::tuple{ec};
-        if (latest && latest->token == held.token && !latest->released && latest->lock_id == held.lock_id)
-            co_return std::tuple{error_code{}};
         diag.message = "lock for state_id " + id + " (fencing token " + std::to_string(held.token) +
-                       ") is no longer held (" +
-                       (!latest ? std::string("no grant found")
-                        : latest->token > held.token ? "superseded by fencing token " + std::to_string(latest->token)
-                        : latest->released           ? std::string("released")
-                                                     : std::string("another client holds the token")) +
-                       "): the server refused the " + what + ", unless the grant moved while it ran — not confirmed";
+                       ") is no longer held: " + why + "; the server refused the " + what +
+                       ", unless the grant moved while it ran — not confirmed";
         co_return std::tuple{make_error_code(errc::lock_lost)};
     }
 
@@ -778,12 +766,13 @@ private:
         co_return co_await delete_impl(id, d ? *d : local);
     }
 
-    op<> delete_impl(const std::string& id, diagnostics& diag) {
+    /// `fence`: as set_impl's.
+    op<> delete_impl(const std::string& id, diagnostics& diag, std::optional<std::uint64_t> fence = std::nullopt) {
         if (auto ec = check_id(id, diag))
             co_return std::tuple{ec};
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
-        co_return co_await execute_delete(stmts_snapshot()->delete_state(id), false, diag);
+        co_return co_await execute_delete(stmts_snapshot()->delete_state(id, fence), false, diag);
     }
 
     op<> clear_op(std::string id, diagnostics* d) {
@@ -1247,16 +1236,14 @@ private:
                              ignored);
     }
 
-    /// The fencing check: the grant is still the id's newest event, ours,
-    /// not released and not expired by our clock. Nothing to check in
-    /// seed_compatible mode (token 0).
-    op<> fence_check(const std::string& id, const grant_ref& held, diagnostics& diag) {
-        if (held.token == 0)
-            co_return std::tuple{error_code{}};
+    /// Why `held` is no longer the id's grant (empty: it still is): reads the
+    /// id's newest event; `check_expiry` also counts an expiry by our clock.
+    op<std::string> grant_lost_reason(const std::string& id, const grant_ref& held, bool check_expiry,
+                                      diagnostics& diag) {
         auto [ec, latest] = co_await grant_latest(id, diag);
-        if (ec)
-            co_return std::tuple{ec};
         std::string why;
+        if (ec)
+            co_return std::tuple{ec, why};
         if (!latest || latest->token < held.token)
             why = "its grant is missing from the grant table";
         else if (latest->token > held.token)
@@ -1265,10 +1252,20 @@ private:
             why = "it was released";
         else if (latest->lock_id != held.lock_id)
             why = "another client holds the token";
-        else if (latest->expires_ms < now_ms())
+        else if (check_expiry && latest->expires_ms < now_ms())
             why = "the lease expired";
-        if (why.empty())
+        co_return std::tuple{error_code{}, std::move(why)};
+    }
+
+    /// The fencing check: the grant is still the id's newest event, ours,
+    /// not released and not expired by our clock. Nothing to check in
+    /// seed_compatible mode (token 0).
+    op<> fence_check(const std::string& id, const grant_ref& held, diagnostics& diag) {
+        if (held.token == 0)
             co_return std::tuple{error_code{}};
+        auto [ec, why] = co_await grant_lost_reason(id, held, true, diag);
+        if (ec || why.empty())
+            co_return std::tuple{ec};
         diag.message = "lock for state_id " + id + " (fencing token " + std::to_string(held.token) +
                        ") is no longer held: " + why;
         co_return std::tuple{make_error_code(errc::lock_lost)};

@@ -185,12 +185,14 @@ public:
                           {"completed_state", "Nullable(String)", std::move(completed)}},
                      {}, {}, false};
         std::string version; // the updated_at expression, empty = the column's DEFAULT
-        const std::string newest = "(SELECT max(updated_at) FROM " + t_.state + " WHERE state_id = {state_id:String})";
-        if (monotonic_)
+        if (monotonic_) {
+            const std::string newest =
+                "(SELECT max(updated_at) FROM " + t_.state + " WHERE state_id = {state_id:String})";
             version = f_.datetime64 ? "greatest(now64(3), " + newest + " + INTERVAL 1 MILLISECOND)"
                                     : "greatest({updated_at:UInt64}, " + newest + " + 1)";
-        else if (store_versions())
+        } else if (store_versions()) {
             version = "{updated_at:UInt64}";
+        }
         if (store_versions())
             st.parameters.push_back({"updated_at", "UInt64", std::to_string(client_ms)});
         st.sql = "INSERT INTO " + t_.state + " (state_id, partial_state, completed_state" +

@@ -295,6 +295,13 @@ struct table {
     std::vector<expr> mutations;
     bool merges_stopped = false; ///< SYSTEM STOP MERGES
 
+    /// Records a block's deduplication token; the oldest falls out of the window.
+    void remember_token(std::string token) {
+        dedup_log.push_back(std::move(token));
+        if (static_cast<std::int64_t>(dedup_log.size()) > dedup_window)
+            dedup_log.erase(dedup_log.begin());
+    }
+
     std::optional<std::size_t> find(std::string_view col) const {
         for (std::size_t i = 0; i < columns.size(); ++i)
             if (columns[i].name == col)
@@ -359,10 +366,7 @@ public:
         } catch (const sim_error& e) {
             throw error(make_clickhouse_error(e.code), e.message);
         }
-        auto& t = *found;
-        t.dedup_log.push_back(std::move(token));
-        if (static_cast<std::int64_t>(t.dedup_log.size()) > t.dedup_window)
-            t.dedup_log.erase(t.dedup_log.begin());
+        found->remember_token(std::move(token));
     }
 
     /// Replaces the server's clock, e.g. with a skewed handle on the same
@@ -1209,9 +1213,7 @@ private:
                 std::string tok = it->second.s;
                 if (std::find(t.dedup_log.begin(), t.dedup_log.end(), tok) != t.dedup_log.end())
                     return; // dropped, reported as success
-                t.dedup_log.push_back(tok);
-                if (static_cast<std::int64_t>(t.dedup_log.size()) > t.dedup_window)
-                    t.dedup_log.erase(t.dedup_log.begin());
+                t.remember_token(std::move(tok));
             }
             detail::sim::part p;
             for (auto& g : given) {
