@@ -171,6 +171,10 @@ public:
         for (auto& p : s.parameters)
             if (p.name == "lock_id" && p.value)
                 p.value = map_->det(*p.value);
+        // Deletes carry no parameters (statements.hpp): their lock_id is a literal.
+        for (auto& [real, d] : map_->to_det)
+            for (auto p = s.sql.find(real); p != std::string::npos; p = s.sql.find(real, p + d.size()))
+                s.sql.replace(p, real.size(), d);
         // The rewritten statement travels with the operation (an awaitable
         // token starts it only when awaited); the simulator copies it.
         return asio::async_initiate<CompletionToken, void(error_code)>(

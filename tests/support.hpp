@@ -60,6 +60,13 @@ public:
         std::string last_sql;
     };
 
+    static constexpr bool binds_parameters = [] {
+        if constexpr (requires { Inner::binds_parameters; })
+            return Inner::binds_parameters;
+        else
+            return false;
+    }();
+
     explicit counting_transport(Inner inner) : inner_(std::move(inner)), counters_(std::make_shared<counters>()) {}
 
     auto get_executor() const { return inner_.get_executor(); }

@@ -163,10 +163,13 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
                      "{state_id:String} AND token = {fence:UInt64} AND kind = 'release') = 0") != std::string::npos);
     CHECK(f.parameters.back().value == "7");
     auto fd = mono.delete_state("id", 7);
-    CHECK(fd.sql == "DELETE FROM `meltano`.`state` WHERE state_id = {state_id:String} AND (SELECT max(token) FROM "
-                    "`meltano`.`state_grant` WHERE state_id = {state_id:String}) = {fence:UInt64} AND (SELECT count() "
-                    "FROM `meltano`.`state_grant` WHERE state_id = {state_id:String} AND token = {fence:UInt64} AND "
+    // A delete is a mutation: no parameter, the id named by its SHA-256, numbers as literals.
+    const std::string id_test = "SHA256(state_id) = unhex('" + detail::sha256_hex("id") + "')";
+    CHECK(fd.sql == "DELETE FROM `meltano`.`state` WHERE " + id_test + " AND (SELECT max(token) FROM "
+                    "`meltano`.`state_grant` WHERE " + id_test + ") = 7 AND (SELECT count() "
+                    "FROM `meltano`.`state_grant` WHERE " + id_test + " AND token = 7 AND "
                     "kind = 'release') = 0");
+    CHECK(fd.parameters.empty());
     // fenced under the seed's versions: the same condition on an INSERT … SELECT.
     auto fs = seed.insert_state("id", "{}", std::nullopt, 0, 7);
     CHECK(fs.sql.starts_with("INSERT INTO `meltano`.`state` (state_id, partial_state, completed_state) SELECT "));
@@ -189,12 +192,20 @@ TEST_CASE("statements: values are only ever bound parameters") {
     detail::statements st(detail::table_names("meltano", "state"), {});
     const std::string evil = "x' OR 1=1 --";
     for (const statement& s : {st.select_state(evil), st.insert_state(evil, evil, std::nullopt),
-                               st.insert_state(evil, evil, evil, 1, 2), st.prune_grants(evil, 3), st.delete_state(evil),
-                               st.select_state_ids(evil + "*"), st.select_lock_holder(evil),
-                               st.delete_lock(evil, evil)}) {
+                               st.insert_state(evil, evil, evil, 1, 2), st.select_state_ids(evil + "*"),
+                               st.select_lock_holder(evil), st.select_newest_versions({evil}, 0)}) {
         CHECK(s.sql.find(evil) == std::string::npos);
         CHECK_FALSE(s.parameters.empty());
     }
+    // Deletes are mutations: they carry no value at all, only the id's SHA-256.
+    for (const statement& s : {st.prune_grants(evil, 3), st.delete_state(evil), st.delete_state(evil, 4),
+                               st.delete_lock(evil, "8a0c7e1e-0000-4000-8000-000000000001")}) {
+        CHECK(s.sql.find(evil) == std::string::npos);
+        CHECK(s.sql.find(detail::sha256_hex(evil)) != std::string::npos);
+        CHECK(s.parameters.empty());
+    }
+    const std::string huge(1 << 20, 'x'); // a 1 MiB id: derived text stays small
+    CHECK(st.delete_state(huge).sql.size() < 200);
     auto get = st.select_state("dev:job");
     CHECK(get.sql == "SELECT partial_state, completed_state FROM `meltano`.`state` FINAL WHERE state_id = "
                      "{state_id:String} LIMIT 1");
@@ -215,7 +226,33 @@ TEST_CASE("statements: lock times are whole epoch seconds from the caller's cloc
     auto ins = st.insert_lock_candidate("id", "L", t);
     CHECK(ins.parameters.at(2).value == "1767225600");
     auto stale = st.delete_stale_locks(t - 300s);
-    CHECK(stale.parameters.at(0).value == "1767225300");
+    CHECK(stale.sql.ends_with("WHERE locked_at < toDateTime(1767225300)"));
+}
+
+TEST_CASE("sha256: FIPS 180-4 test vectors") {
+    CHECK(detail::sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    CHECK(detail::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK(detail::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    CHECK(detail::sha256_hex(std::string(1000000, 'a')) ==
+          "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    // 55, 56 and 64 bytes: the padding edges.
+    CHECK(detail::sha256_hex(std::string(55, 'a')) == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+    CHECK(detail::sha256_hex(std::string(56, 'a')) == "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+    CHECK(detail::sha256_hex(std::string(64, 'a')) == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+}
+
+TEST_CASE("http: parameters travel as one external table, never in the SQL text") {
+    statement st{"INSERT INTO t (a, b) VALUES ({a:String}, {b:Nullable(String)})",
+                 {{"a", "String", std::string("x\ty\\z\n")}, {"b", "Nullable(String)", std::nullopt}}, {}, {}, false};
+    detail::parameter_table out;
+    diagnostics d;
+    REQUIRE_FALSE(detail::bind_parameters_as_table(st, "_v", out, d));
+    CHECK(out.sql == "INSERT INTO t (a, b) SELECT (SELECT a FROM _v), (SELECT b FROM _v)");
+    CHECK(out.structure == "a String, b Nullable(String)");
+    CHECK(out.row == "x\\ty\\\\z\\n\t\\N\n");
+    statement unbound{"SELECT {c:String}", {}, {}, {}, true};
+    CHECK(detail::bind_parameters_as_table(unbound, "_v", out, d) == errc::invalid_argument);
 }
 
 TEST_CASE("server_features from version strings") {
@@ -277,11 +314,11 @@ TEST_CASE("uint_field accepts quoted and unquoted 64-bit integers") {
 TEST_CASE("parse_part: NULL and empty text are {}, other non-objects are corrupt") {
     json::object out;
     diagnostics d;
-    CHECK_FALSE(detail::parse_part(std::nullopt, out, "id", "partial_state", d));
-    CHECK_FALSE(detail::parse_part(std::string(""), out, "id", "partial_state", d));
-    CHECK_FALSE(detail::parse_part(std::string("{\"a\":1}"), out, "id", "partial_state", d));
+    CHECK_FALSE(detail::parse_part("", true, out, "id", "partial_state", d));
+    CHECK_FALSE(detail::parse_part("", false, out, "id", "partial_state", d));
+    CHECK_FALSE(detail::parse_part("{\"a\":1}", false, out, "id", "partial_state", d));
     CHECK(out == obj(R"({"a":1})"));
-    CHECK(detail::parse_part(std::string("\"str\""), out, "id", "partial_state", d) == errc::corrupt_state);
+    CHECK(detail::parse_part("\"str\"", false, out, "id", "partial_state", d) == errc::corrupt_state);
     CHECK(detail::serialize_part({}) == std::nullopt);
     CHECK(detail::serialize_part(obj(R"({"a":1})")) == std::string(R"({"a":1})"));
 }

@@ -132,4 +132,11 @@ struct state {
     friend bool operator==(const state&, const state&) = default;
 };
 
+/// A stored state get_all could not read: its id, exactly as stored, and why.
+struct unreadable_state {
+    std::string state_id;
+    error_code code;    ///< errc::corrupt_state
+    std::string reason; ///< names the id, the column and what is wrong
+};
+
 } // namespace chstate

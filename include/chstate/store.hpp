@@ -61,7 +61,9 @@
 #include <chstate/clock.hpp>
 #include <chstate/config.hpp>
 #include <chstate/detail/async.hpp>
+#include <chstate/detail/row_binary.hpp>
 #include <chstate/detail/rows.hpp>
+#include <chstate/detail/sha256.hpp>
 #include <chstate/detail/statements.hpp>
 #include <chstate/detail/uuid.hpp>
 #include <chstate/error.hpp>
@@ -91,8 +93,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace chstate {
@@ -110,6 +114,8 @@ public:
     using lock_lease = basic_lock_lease<basic_state_store>;
     /// Called once per state by get_all, in state_id order.
     using state_visitor = std::function<void(state&&)>;
+    /// Called by get_all for each stored state it cannot read.
+    using unreadable_visitor = std::function<void(unreadable_state&&)>;
 
     /// Runs operations on the transport's executor.
     explicit basic_state_store(Transport transport, store_options options = {}, Clock clock = {})
@@ -273,17 +279,40 @@ public:
     /// visitor runs as chunks arrive, on the transport's thread (an engine
     /// thread for chDB): keep it short and do not call blocking store
     /// operations from it.
+    ///
+    /// A stored state that cannot be read (its JSON does not parse, or is
+    /// not an object) never hides the others: every readable state is
+    /// visited. With `on_unreadable`, each unreadable one is reported to it
+    /// (its id and why) and the operation succeeds; without, the operation
+    /// completes with errc::corrupt_state after visiting the readable ones,
+    /// and the diagnostics name the unreadable ids.
     template <class CompletionToken = asio::deferred_t>
     auto async_get_all(state_visitor visitor, diagnostics& diag, CompletionToken&& token = {}) {
-        return start(get_all_op(std::move(visitor), &diag), std::forward<CompletionToken>(token));
+        return start(get_all_op(std::move(visitor), {}, &diag), std::forward<CompletionToken>(token));
     }
     template <class CompletionToken = asio::deferred_t>
     auto async_get_all(state_visitor visitor, CompletionToken&& token = {}) {
-        return start(get_all_op(std::move(visitor), nullptr), std::forward<CompletionToken>(token));
+        return start(get_all_op(std::move(visitor), {}, nullptr), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_get_all(state_visitor visitor, unreadable_visitor on_unreadable, diagnostics& diag,
+                       CompletionToken&& token = {}) {
+        return start(get_all_op(std::move(visitor), std::move(on_unreadable), &diag),
+                     std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_get_all(state_visitor visitor, unreadable_visitor on_unreadable, CompletionToken&& token = {}) {
+        return start(get_all_op(std::move(visitor), std::move(on_unreadable), nullptr),
+                     std::forward<CompletionToken>(token));
     }
     std::uint64_t get_all(state_visitor visitor) {
         return detail::run_blocking<std::uint64_t>(
             [&](diagnostics& d, auto h) { async_get_all(std::move(visitor), d, std::move(h)); });
+    }
+    std::uint64_t get_all(state_visitor visitor, unreadable_visitor on_unreadable) {
+        return detail::run_blocking<std::uint64_t>([&](diagnostics& d, auto h) {
+            async_get_all(std::move(visitor), std::move(on_unreadable), d, std::move(h));
+        });
     }
 
     // ---- set_all ------------------------------------------------------------
@@ -305,6 +334,9 @@ public:
     // ---- copy / move / merge -----------------------------------------------
 
     /// dst := src (both parts). errc::state_not_found when src has no state.
+    /// copy, move and merge refuse src == dst with errc::invalid_argument
+    /// and change nothing (Meltano's state service would delete the state
+    /// on a move onto itself).
     template <class CompletionToken = asio::deferred_t>
     auto async_copy(std::string src, std::string dst, diagnostics& diag, CompletionToken&& token = {}) {
         return start(copy_op(std::move(src), std::move(dst), false, &diag), std::forward<CompletionToken>(token));
@@ -439,10 +471,15 @@ private:
 
     /// Sends one statement, streaming the reply into `sink`.
     op<> execute(statement s, result_sink sink, diagnostics& diag) {
-        auto stm = stmts_snapshot();
-        if (stm && !stm->features().query_parameters) {
-            if (auto ec = detail::inline_parameters(s, diag))
-                co_return std::tuple{ec};
+        // A transport that binds every value itself (binds_parameters,
+        // transport.hpp) gets the placeholders; others get quoted literals
+        // from servers without query parameters.
+        if constexpr (!transport_binds_parameters()) {
+            auto stm = stmts_snapshot();
+            if (stm && !stm->features().query_parameters) {
+                if (auto ec = detail::inline_parameters(s, diag))
+                    co_return std::tuple{ec};
+            }
         }
         co_return co_await send(s, std::move(sink), diag);
     }
@@ -535,6 +572,18 @@ private:
         co_return std::tuple{ec, std::move(out)};
     }
 
+    /// Sends one statement and reads its RowBinary rows of `columns`,
+    /// calling on_row(std::span<const detail::rb_field>) per row.
+    template <class OnRow>
+    op<> read_rows(statement s, std::vector<detail::rb_type> columns, OnRow on_row, diagnostics& diag) {
+        detail::row_binary_reader reader(std::move(columns));
+        auto [ec] = co_await execute(
+            std::move(s), [&](std::string_view chunk) { return reader.feed(chunk, on_row); }, diag);
+        if (!ec)
+            ec = reader.finish(diag);
+        co_return std::tuple{ec};
+    }
+
     std::shared_ptr<const detail::statements> stmts_snapshot() const {
         std::lock_guard lk(mutex_);
         return stmts_;
@@ -585,6 +634,13 @@ private:
         co_return std::tuple{error_code{}};
     }
 
+    static constexpr bool transport_binds_parameters() {
+        if constexpr (requires { Transport::binds_parameters; })
+            return Transport::binds_parameters;
+        else
+            return false;
+    }
+
     /// True for a transport that declares itself the embedded engine.
     static constexpr bool embedded_transport() {
         if constexpr (requires { Transport::embedded_engine; })
@@ -622,18 +678,20 @@ private:
             co_return std::tuple{ec, std::nullopt};
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec, std::nullopt};
-        auto [ec, rows_] = co_await rows(stmts_snapshot()->select_state(id), diag);
-        if (ec || rows_.empty())
+        std::optional<state> found;
+        error_code parse_ec;
+        auto [ec] = co_await read_rows(
+            stmts_snapshot()->select_state(id), detail::state_parts_columns(),
+            [&](std::span<const detail::rb_field> row) {
+                found.emplace();
+                found->state_id = id;
+                parse_ec = detail::parse_state_parts(row[0], row[1], *found, diag);
+                return parse_ec;
+            },
+            diag);
+        if (ec || !found)
             co_return std::tuple{ec, std::nullopt};
-        state s;
-        s.state_id = std::move(id);
-        if (auto pec = detail::parse_part(detail::string_field(rows_.front(), "partial_state"), s.partial_state,
-                                          s.state_id, "partial_state", diag))
-            co_return std::tuple{pec, std::nullopt};
-        if (auto pec = detail::parse_part(detail::string_field(rows_.front(), "completed_state"),
-                                          s.completed_state, s.state_id, "completed_state", diag))
-            co_return std::tuple{pec, std::nullopt};
-        co_return std::tuple{error_code{}, std::optional<state>(std::move(s))};
+        co_return std::tuple{error_code{}, std::move(found)};
     }
 
     op<> set_op(state s, diagnostics* d) {
@@ -740,8 +798,12 @@ private:
         if (ec)
             co_return std::tuple{ec, state{}};
         state written;
-        auto [get_ec, current] = co_await get_impl(id, diag);
-        ec = get_ec;
+        // Meltano reads the stored state only to merge an incomplete one into
+        // it: a complete state is written as it is, so update() can replace
+        // a stored state that no longer parses.
+        std::optional<state> current;
+        if (!incoming.is_complete())
+            std::tie(ec, current) = co_await get_impl(id, diag);
         if (!ec) {
             if (current && !incoming.is_complete())
                 written = std::move(current->merge_partial(incoming));
@@ -822,51 +884,52 @@ private:
         std::vector<std::string> ids;
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec, std::move(ids)};
-        auto [ec, found] = co_await rows(stmts_snapshot()->select_state_ids(glob), diag);
+        // RowBinary: each id exactly as stored, valid UTF-8 or not.
+        auto [ec] = co_await read_rows(
+            stmts_snapshot()->select_state_ids(glob), detail::state_id_columns(),
+            [&](std::span<const detail::rb_field> row) {
+                ids.emplace_back(row[0].bytes);
+                return error_code{};
+            },
+            diag);
         if (ec)
-            co_return std::tuple{ec, std::move(ids)};
-        ids.reserve(found.size());
-        for (auto& row : found) {
-            auto id = detail::string_field(row, "state_id");
-            if (!id) {
-                diag.message = "state_ids reply row has no state_id";
-                co_return std::tuple{make_error_code(errc::protocol_error), std::vector<std::string>{}};
-            }
-            ids.push_back(std::move(*id));
-        }
-        co_return std::tuple{error_code{}, std::move(ids)};
+            ids.clear();
+        co_return std::tuple{ec, std::move(ids)};
     }
 
-    op<std::uint64_t> get_all_op(state_visitor visitor, diagnostics* d) {
+    op<std::uint64_t> get_all_op(state_visitor visitor, unreadable_visitor on_unreadable, diagnostics* d) {
         diagnostics local;
         diagnostics& diag = d ? *d : local;
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec, std::uint64_t{0}};
         std::uint64_t count = 0;
-        detail::row_reader reader;
-        auto on_row = [&](json::object&& row) -> error_code {
+        std::uint64_t unreadable = 0;
+        std::string unreadable_ids; // the first few, for the message
+        auto on_row = [&](std::span<const detail::rb_field> row) -> error_code {
             state s;
-            auto id = detail::string_field(row, "state_id");
-            if (!id) {
-                diag.message = "get_all reply row has no state_id";
-                return make_error_code(errc::protocol_error);
+            s.state_id = std::string(row[0].bytes);
+            diagnostics why;
+            if (auto ec = detail::parse_state_parts(row[1], row[2], s, why)) {
+                ++unreadable;
+                if (unreadable <= 5)
+                    unreadable_ids += (unreadable > 1 ? "; " : "") + why.message;
+                if (on_unreadable)
+                    on_unreadable(unreadable_state{std::move(s.state_id), ec, std::move(why.message)});
+                return {};
             }
-            s.state_id = std::move(*id);
-            if (auto ec = detail::parse_part(detail::string_field(row, "partial_state"), s.partial_state,
-                                             s.state_id, "partial_state", diag))
-                return ec;
-            if (auto ec = detail::parse_part(detail::string_field(row, "completed_state"), s.completed_state,
-                                             s.state_id, "completed_state", diag))
-                return ec;
             ++count;
             visitor(std::move(s));
             return {};
         };
-        auto [ec] = co_await execute(
-            stmts_snapshot()->select_all_states(),
-            [&](std::string_view chunk) { return reader.feed(chunk, on_row, diag); }, diag);
-        if (!ec)
-            ec = reader.finish(on_row, diag);
+        auto [ec] = co_await read_rows(
+            stmts_snapshot()->select_all_states(), detail::state_row_columns(), on_row,
+            diag);
+        if (!ec && unreadable && !on_unreadable) {
+            diag.message = std::to_string(unreadable) + " stored state(s) could not be read (the other " +
+                           std::to_string(count) + " were delivered): " + unreadable_ids +
+                           (unreadable > 5 ? "; …" : "");
+            ec = make_error_code(errc::corrupt_state);
+        }
         co_return std::tuple{ec, count};
     }
 
@@ -878,51 +941,72 @@ private:
                 co_return std::tuple{ec};
         if (states.empty())
             co_return std::tuple{error_code{}};
+        // Every state is serialised (and so validated) before anything is sent.
+        std::vector<std::pair<std::optional<std::string>, std::optional<std::string>>> parts;
+        parts.reserve(states.size());
+        for (const auto& s : states)
+            parts.emplace_back(detail::serialize_part(s.partial_state), detail::serialize_part(s.completed_state));
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
         auto stm = stmts_snapshot();
-        // monotonic: one version for the whole INSERT, above every stored one.
-        std::optional<std::uint64_t> floor_ms;
+        // monotonic: each row at greatest(now, its own id's newest + 1 ms).
+        std::optional<std::uint64_t> now_ms;
+        std::unordered_map<std::string, std::uint64_t> newest;
         if (stm->monotonic_versions()) {
-            auto [ec, got] = co_await rows(stm->select_version_floor(next_version()), diag);
+            std::vector<std::string> ids;
+            ids.reserve(states.size());
+            for (const auto& s : states)
+                ids.push_back(s.state_id);
+            auto [ec] = co_await read_rows(
+                stm->select_newest_versions(ids, next_version()), detail::version_floor_columns(),
+                [&](std::span<const detail::rb_field> row) {
+                    newest[std::string(row[0].bytes)] = row[1].number;
+                    now_ms = row[2].number;
+                    return error_code{};
+                },
+                diag);
             if (ec)
                 co_return std::tuple{ec};
-            if (!got.empty())
-                floor_ms = detail::uint_field(got.front(), "v");
-            if (!floor_ms) {
-                diag.message = "version floor reply has no number";
-                co_return std::tuple{make_error_code(errc::protocol_error)};
-            }
         }
-        const bool versions = floor_ms || stm->store_versions();
+        const bool versions = now_ms || stm->store_versions();
         std::string body;
-        for (const auto& s : states) {
-            json::object row;
-            if (floor_ms && stm->features().datetime64) {
-                char text[32]; // "seconds.mmm": how DateTime64(3) reads an exact time on every version
-                std::snprintf(text, sizeof text, "%llu.%03llu", static_cast<unsigned long long>(*floor_ms / 1000),
-                              static_cast<unsigned long long>(*floor_ms % 1000));
-                row["updated_at"] = text;
-            } else if (floor_ms) {
-                row["updated_at"] = *floor_ms;
-            } else if (versions) {
-                row["updated_at"] = next_version();
+        for (std::size_t i = 0; i < states.size(); ++i) {
+            detail::append_tsv_field(body, states[i].state_id);
+            body += '\t';
+            detail::append_tsv_field(body, parts[i].first);
+            body += '\t';
+            detail::append_tsv_field(body, parts[i].second);
+            if (versions) {
+                std::uint64_t v = 0;
+                if (now_ms) {
+                    auto it = newest.find(states[i].state_id);
+                    v = it == newest.end() ? *now_ms : std::max(*now_ms, it->second + 1);
+                } else {
+                    v = next_version();
+                }
+                body += '\t';
+                body += stm->features().datetime64 ? detail::milliseconds_as_datetime64(v) : std::to_string(v);
             }
-            row["state_id"] = s.state_id;
-            auto partial = detail::serialize_part(s.partial_state);
-            auto completed = detail::serialize_part(s.completed_state);
-            row["partial_state"] = partial ? json::value(*partial) : json::value(nullptr);
-            row["completed_state"] = completed ? json::value(*completed) : json::value(nullptr);
-            body += json::serialize(row);
             body += '\n';
         }
         co_return co_await execute(stm->insert_states(std::move(body), versions), diag);
+    }
+
+    /// copy, move and merge onto the source itself would change or lose it.
+    static error_code check_distinct(const std::string& src, const std::string& dst, const char* what,
+                                     diagnostics& diag) {
+        if (src != dst)
+            return {};
+        return invalid(diag, std::string(what) + ": source and destination are the same state_id \"" + src +
+                                 "\"; nothing was changed");
     }
 
     op<> copy_op(std::string src, std::string dst, bool then_clear, diagnostics* d) {
         diagnostics local;
         diagnostics& diag = d ? *d : local;
         if (auto ec = check_id(dst, diag))
+            co_return std::tuple{ec};
+        if (auto ec = check_distinct(src, dst, then_clear ? "move" : "copy", diag))
             co_return std::tuple{ec};
         auto [ec, found] = co_await get_impl(src, diag);
         if (ec)
@@ -942,6 +1026,8 @@ private:
         diagnostics local;
         diagnostics& diag = d ? *d : local;
         if (auto ec = check_id(dst, diag))
+            co_return std::tuple{ec, state{}};
+        if (auto ec = check_distinct(src, dst, "merge", diag))
             co_return std::tuple{ec, state{}};
         auto [ec, found] = co_await get_impl(src, diag);
         if (ec)
@@ -1137,8 +1223,12 @@ private:
     /// a grant, plus "/release" or "/renew-<expiry>". A grant's ends in a
     /// number after the last '/', the others do not: no two events collide,
     /// whatever the id contains.
+    /// An id longer than 128 bytes (or one that looks like a hashed one)
+    /// is named by its SHA-256 instead: the token is a setting written into
+    /// the SQL text and must stay small for any id.
     static std::string grant_event_key(const std::string& id, std::uint64_t token, std::string_view suffix) {
-        return id + "/" + std::to_string(token) + std::string(suffix);
+        const bool hashed = id.size() > 128 || id.starts_with("sha256:");
+        return (hashed ? "sha256:" + detail::sha256_hex(id) : id) + "/" + std::to_string(token) + std::string(suffix);
     }
 
     op<std::optional<grant_row>> grant_latest(const std::string& id, diagnostics& diag) {

@@ -23,6 +23,11 @@
 //       cancellation is honoured where the transport can (documented per
 //       transport).
 //
+// Optional: `static constexpr bool binds_parameters = true` declares that
+// the transport delivers {name:Type} values itself on every server version
+// (http_transport sends them in the request body); otherwise, for servers
+// without query parameters, the store writes them as quoted literals.
+//
 // Implementations: chdb_transport (transport/chdb.hpp, the embedded engine),
 // http_transport (transport/http.hpp), simulated_transport
 // (transport/simulated.hpp).

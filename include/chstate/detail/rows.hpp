@@ -5,6 +5,7 @@
 // large result streams through with memory bounded by its longest row.
 #pragma once
 
+#include <chstate/detail/row_binary.hpp>
 #include <chstate/error.hpp>
 #include <chstate/state.hpp>
 
@@ -103,21 +104,28 @@ inline std::optional<std::uint64_t> uint_field(const json::object& row, std::str
 }
 
 /// A stored state part: NULL or empty text is {}; otherwise a JSON object.
-inline error_code parse_part(const std::optional<std::string>& text, json::object& out,
-                             std::string_view state_id, std::string_view column, diagnostics& diag) {
+inline error_code parse_part(std::string_view text, bool null, json::object& out, std::string_view state_id,
+                             std::string_view column, diagnostics& diag) {
     out.clear();
-    if (!text || text->empty())
+    if (null || text.empty())
         return {};
     error_code ec;
-    json::value v = json::parse(*text, ec);
+    json::value v = json::parse(text, ec);
     if (ec || !(v.is_object() || v.is_null())) {
         diag.message = "state \"" + std::string(state_id) + "\": " + std::string(column) +
-                       " is not a JSON object";
+                       (ec ? " is not JSON: " + ec.message() : std::string(" is not a JSON object"));
         return make_error_code(errc::corrupt_state);
     }
     if (v.is_object())
         out = std::move(v.get_object());
     return {};
+}
+
+/// Both parts of a state row read in RowBinary.
+inline error_code parse_state_parts(const rb_field& partial, const rb_field& completed, state& s, diagnostics& diag) {
+    if (auto ec = parse_part(partial.bytes, partial.null, s.partial_state, s.state_id, "partial_state", diag))
+        return ec;
+    return parse_part(completed.bytes, completed.null, s.completed_state, s.state_id, "completed_state", diag);
 }
 
 /// A state part as stored: NULL when empty (as the seed writes it).

@@ -11,6 +11,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -71,6 +72,15 @@ inline std::string escape_parameter_value(const std::optional<std::string>& v) {
     return out;
 }
 
+/// One TabSeparated field: the bytes escaped so that the engine reads
+/// back exactly `v`; nullopt is NULL (\N).
+inline void append_tsv_field(std::string& out, const std::optional<std::string>& v) {
+    if (!v)
+        out += "\\N";
+    else
+        append_escaped(out, *v, '\0');
+}
+
 /// A Meltano glob (`*` any run, `?` one character) as a LIKE pattern in
 /// which every other character is literal: `%`, `_` and `\` in the id are
 /// escaped so they cannot act as wildcards.
@@ -127,6 +137,8 @@ inline error_code inline_parameters(statement& stmt, diagnostics& diag) {
         }
         if (!p->value) {
             out += "NULL";
+        } else if (p->type.starts_with("Array(")) {
+            out += *p->value; // built by the store from quoted literals
         } else if (p->type.starts_with("UInt") || p->type.starts_with("Int")) {
             std::int64_t n = 0;
             auto [end, ec] = std::from_chars(p->value->data(), p->value->data() + p->value->size(), n);
@@ -142,6 +154,74 @@ inline error_code inline_parameters(statement& stmt, diagnostics& diag) {
     }
     stmt.sql = std::move(out);
     stmt.parameters.clear();
+    return {};
+}
+
+/// A statement's parameters as one external table, for a transport that
+/// sends them in the request body (transport/http.hpp): every {name:Type}
+/// placeholder becomes the scalar subquery `(SELECT name FROM <table>)`,
+/// and the values one TabSeparated row of a table of that structure. The
+/// SQL text then holds no value at all, so no value meets a limit on the
+/// query's or the URL's size.
+struct parameter_table {
+    std::string sql;       ///< the statement, placeholders replaced
+    std::string structure; ///< "name Type, …", as the server wants it
+    std::string row;       ///< one TabSeparated row, '\n'-terminated
+};
+
+/// A one-row `INSERT … VALUES (…)` becomes `INSERT … SELECT …`: VALUES
+/// takes no subqueries.
+inline error_code bind_parameters_as_table(const statement& stmt, std::string_view table, parameter_table& out,
+                                           diagnostics& diag) {
+    out = {};
+    std::string values_as_select;
+    std::string_view sql = stmt.sql;
+    if (sql.starts_with("INSERT ") && sql.ends_with(")")) {
+        if (auto at = sql.find(" VALUES ("); at != std::string_view::npos) {
+            values_as_select = std::string(sql.substr(0, at)) + " SELECT " +
+                               std::string(sql.substr(at + 9, sql.size() - at - 10));
+            sql = values_as_select;
+        }
+    }
+    std::size_t pos = 0;
+    while (pos < sql.size()) {
+        std::size_t open = sql.find('{', pos);
+        if (open == std::string_view::npos) {
+            out.sql.append(sql.substr(pos));
+            break;
+        }
+        out.sql.append(sql.substr(pos, open - pos));
+        std::size_t close = sql.find('}', open);
+        std::size_t colon = sql.find(':', open);
+        if (close == std::string_view::npos || colon == std::string_view::npos || colon > close) {
+            diag.message = "malformed placeholder in statement";
+            return make_error_code(errc::invalid_argument);
+        }
+        std::string_view name = sql.substr(open + 1, colon - open - 1);
+        bool bound = false;
+        for (const auto& p : stmt.parameters)
+            bound = bound || p.name == name;
+        if (!bound) {
+            diag.message = "no value bound for placeholder " + std::string(name);
+            return make_error_code(errc::invalid_argument);
+        }
+        out.sql += "(SELECT ";
+        out.sql += name;
+        out.sql += " FROM ";
+        out.sql += table;
+        out.sql += ')';
+        pos = close + 1;
+    }
+    for (std::size_t i = 0; i < stmt.parameters.size(); ++i) {
+        const parameter& p = stmt.parameters[i];
+        if (i) {
+            out.structure += ", ";
+            out.row += '\t';
+        }
+        out.structure += p.name + " " + p.type;
+        out.row += escape_parameter_value(p.value);
+    }
+    out.row += '\n';
     return {};
 }
 

@@ -26,6 +26,7 @@
 //     removed by the lock protocol).
 #pragma once
 
+#include <chstate/detail/sha256.hpp>
 #include <chstate/detail/sql.hpp>
 #include <chstate/transport.hpp>
 
@@ -35,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace chstate::detail {
 
@@ -107,6 +109,13 @@ std::string epoch_seconds(TimePoint t) {
     return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count());
 }
 
+/// Milliseconds since the epoch as "seconds.mmm": the text a DateTime64(3)
+/// column reads as that exact instant on every version.
+inline std::string milliseconds_as_datetime64(std::uint64_t ms) {
+    std::string frac = std::to_string(ms % 1000);
+    return std::to_string(ms / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
+}
+
 class statements {
 public:
     /// `monotonic`: write_versions::monotonic was asked for (config.hpp);
@@ -158,10 +167,12 @@ public:
         return {std::move(sql), {}, {}, {}, true};
     }
 
+    /// Replies that carry ids or state text are RowBinary (row_binary.hpp):
+    /// every stored byte comes back as it is.
     statement select_state(std::string_view id) const {
         return {"SELECT partial_state, completed_state FROM " + t_.state +
                     " FINAL WHERE state_id = {state_id:String} LIMIT 1",
-                {string_param("state_id", std::string(id))}, "JSONEachRow", {}, true};
+                {string_param("state_id", std::string(id))}, "RowBinary", {}, true};
     }
 
     /// Parts are JSON text, or nullopt for NULL (an empty part).
@@ -205,44 +216,54 @@ public:
         }
         st.sql += " SELECT " + values;
         if (fence) {
-            st.sql += " WHERE" + fence_condition();
+            st.sql += " WHERE" + fence_condition("state_id = {state_id:String}", "{fence:UInt64}");
             st.parameters.push_back({"fence", "UInt64", std::to_string(*fence)});
         }
         return st;
     }
 
-    /// set_all's version for every row of one bulk INSERT (monotonic):
-    /// greatest(now, the table's newest updated_at + 1 ms), as milliseconds
-    /// since the epoch in column `v`.
-    statement select_version_floor(std::uint64_t client_ms) const {
-        if (f_.datetime64)
-            return {"SELECT toUnixTimestamp64Milli(greatest(now64(3), (SELECT max(updated_at) FROM " + t_.state +
-                        ") + INTERVAL 1 MILLISECOND)) AS v",
-                    {}, "JSONEachRow", {}, true};
-        return {"SELECT greatest({now:UInt64}, (SELECT max(updated_at) FROM " + t_.state + ") + 1) AS v",
-                {{"now", "UInt64", std::to_string(client_ms)}}, "JSONEachRow", {}, true};
+    /// set_all's versions (monotonic). Each row is written at
+    /// greatest(now, its own id's newest updated_at + 1 ms) — the same rule
+    /// as a single write, so a batch never dates a row above what its own
+    /// id needs. Reply (RowBinary), one row per id of the batch that has a
+    /// stored row: the id, its newest version and now, both in milliseconds
+    /// (now is the server's where it has DateTime64, else `client_ms`).
+    /// No row: no id of the batch is stored, and the rows take the column's
+    /// DEFAULT.
+    statement select_newest_versions(const std::vector<std::string>& ids, std::uint64_t client_ms) const {
+        std::string list = "[";
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            if (i)
+                list += ',';
+            list += quote_string(ids[i]);
+        }
+        list += ']';
+        statement st{"SELECT state_id, updated_at, " +
+                         std::string(f_.datetime64 ? "toUInt64(toUnixTimestamp64Milli(now64(3)))" : "{now:UInt64}") +
+                         " AS now FROM " + t_.state + " FINAL WHERE has({ids:Array(String)}, state_id)",
+                     {{"ids", "Array(String)", std::move(list)}}, "RowBinary", {}, true};
+        if (!f_.datetime64)
+            st.parameters.push_back({"now", "UInt64", std::to_string(client_ms)});
+        return st;
     }
 
-    /// Bulk insert; `rows` is JSONEachRow text built by the caller's JSON
-    /// serializer (data, never SQL). `with_versions`: each row carries
-    /// "updated_at" (milliseconds as a number where the column is UInt64,
-    /// "seconds.mmm" text for DateTime64(3)).
+    /// Bulk insert; `rows` is TabSeparated text (tsv_field in sql.hpp):
+    /// data in the request, never in SQL text, every byte escaped exactly.
+    /// `with_versions`: each row carries updated_at (milliseconds where the
+    /// column is UInt64, "seconds.mmm" for DateTime64(3)).
     statement insert_states(std::string rows, bool with_versions) const {
         return {"INSERT INTO " + t_.state + " (state_id, partial_state, completed_state" +
-                    (with_versions ? ", updated_at" : "") + ") FORMAT JSONEachRow",
+                    (with_versions ? ", updated_at" : "") + ") FORMAT TabSeparated",
                 {}, {}, std::move(rows), false};
     }
 
     /// `fence`: as insert_state's — the row is deleted only while that grant
     /// is the id's newest and not released.
     statement delete_state(std::string_view id, std::optional<std::uint64_t> fence = std::nullopt) const {
-        statement st{delete_from(t_.state) + " WHERE state_id = {state_id:String}",
-                     {string_param("state_id", std::string(id))}, {}, {}, true};
-        if (fence) {
-            st.sql += " AND" + fence_condition();
-            st.parameters.push_back({"fence", "UInt64", std::to_string(*fence)});
-        }
-        return st;
+        std::string sql = delete_from(t_.state) + " WHERE " + mutation_id_test(id);
+        if (fence)
+            sql += " AND" + fence_condition(mutation_id_test(id), std::to_string(*fence));
+        return {std::move(sql), {}, {}, {}, true};
     }
 
     statement count_states() const {
@@ -254,7 +275,7 @@ public:
     }
 
     statement select_state_ids(std::string_view glob) const {
-        statement s{"SELECT DISTINCT state_id FROM " + t_.state + " FINAL", {}, "JSONEachRow", {}, true};
+        statement s{"SELECT DISTINCT state_id FROM " + t_.state + " FINAL", {}, "RowBinary", {}, true};
         if (!glob_matches_all(glob)) {
             s.sql += " WHERE state_id LIKE {pattern:String}";
             s.parameters.push_back(string_param("pattern", glob_to_like(glob)));
@@ -267,7 +288,7 @@ public:
     statement select_all_states() const {
         return {"SELECT state_id, partial_state, completed_state FROM " + t_.state +
                     " FINAL ORDER BY state_id SETTINGS max_block_size = 1000",
-                {}, "JSONEachRow", {}, true};
+                {}, "RowBinary", {}, true};
     }
 
     // --- lock table -------------------------------------------------------
@@ -287,8 +308,8 @@ public:
 
     template <class TimePoint>
     statement delete_stale_locks(TimePoint cutoff) const {
-        return {delete_from(t_.lock) + " WHERE locked_at < toDateTime({cutoff:UInt32})",
-                {{"cutoff", "UInt32", epoch_seconds(cutoff)}}, {}, {}, true};
+        return {delete_from(t_.lock) + " WHERE locked_at < toDateTime(" + epoch_seconds(cutoff) + ")", {}, {}, {},
+                true};
     }
 
     template <class TimePoint>
@@ -302,9 +323,9 @@ public:
     }
 
     statement delete_lock(std::string_view id, std::string_view lock_id) const {
-        return {delete_from(t_.lock) + " WHERE state_id = {state_id:String} AND lock_id = {lock_id:String}",
-                {string_param("state_id", std::string(id)), string_param("lock_id", std::string(lock_id))},
-                {}, {}, true};
+        // lock_id is the store's own UUID text.
+        return {delete_from(t_.lock) + " WHERE " + mutation_id_test(id) + " AND lock_id = " + quote_string(lock_id),
+                {}, {}, {}, true};
     }
 
     /// Old servers: are there stale lock rows at all (saves a mutation)?
@@ -370,9 +391,8 @@ public:
     /// them has been superseded); the newest token's rows stay, so tokens
     /// keep increasing.
     statement prune_grants(std::string_view id, std::uint64_t token) const {
-        return {delete_from(t_.grant) + " WHERE state_id = {state_id:String} AND token < {token:UInt64}",
-                {string_param("state_id", std::string(id)), {"token", "UInt64", std::to_string(token)}}, {}, {},
-                true};
+        return {delete_from(t_.grant) + " WHERE " + mutation_id_test(id) + " AND token < " + std::to_string(token), {},
+                {}, {}, true};
     }
 
     /// Old servers: unfinished mutations on the state (lock = false) or lock table.
@@ -384,11 +404,24 @@ public:
     }
 
 private:
-    /// True while grant {fence:UInt64} is the id's newest and not released.
-    std::string fence_condition() const {
-        return " (SELECT max(token) FROM " + t_.grant + " WHERE state_id = {state_id:String}) = {fence:UInt64}"
-               " AND (SELECT count() FROM " + t_.grant + " WHERE state_id = {state_id:String}"
-               " AND token = {fence:UInt64} AND kind = 'release') = 0";
+    /// Every DELETE is a mutation — ALTER TABLE … DELETE before 23.3, and
+    /// a lightweight DELETE is one too. It may run after the request that
+    /// created it is gone, so it must not read a value bound to that
+    /// request (an external table: the mutation would fail, and block every
+    /// later one), and its text is kept and parsed again, so the id is not
+    /// written into it either. Deletes therefore carry no parameter: the id
+    /// is named by its SHA-256, which no other id shares, and numbers are
+    /// written as literals. The text stays small for any id.
+    static std::string mutation_id_test(std::string_view id) {
+        return "SHA256(state_id) = unhex('" + sha256_hex(id) + "')";
+    }
+
+    /// True while grant `fence` is the newest of the id (`id_test`) and
+    /// not released.
+    std::string fence_condition(const std::string& id_test, const std::string& fence) const {
+        return " (SELECT max(token) FROM " + t_.grant + " WHERE " + id_test + ") = " + fence +
+               " AND (SELECT count() FROM " + t_.grant + " WHERE " + id_test + " AND token = " + fence +
+               " AND kind = 'release') = 0";
     }
 
     std::string delete_from(const std::string& table) const {

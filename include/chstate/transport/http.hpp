@@ -5,12 +5,21 @@
 //                                {.host = "127.0.0.1", .port = 8123, .user = "u", .password = "p"});
 //   chstate::basic_state_store<chstate::http_transport> store(http);
 //
-// Each statement is one `POST /` (HTTP/1.1) whose body is the statement text
-// (followed by "\n" and stmt.data for INSERT … FORMAT …). URL parameters:
-// `database`, `default_format` (= stmt.format), `param_<name>` (TSV-escaped
-// values, detail::escape_parameter_value), and `wait_end_of_query=1` when
-// http_options::wait_end_of_query is set. Authentication is exactly one
-// method: the X-ClickHouse-User / X-ClickHouse-Key headers.
+// Each statement is one `POST /` (HTTP/1.1). The statement text travels in
+// the URL's `query` parameter and holds no value: values travel in the
+// body, so neither a state nor an id meets a limit on the query's or the
+// URL's size, on any server version.
+//   * stmt.data (INSERT … FORMAT …): the body is the data.
+//   * parameters: the body is multipart/form-data carrying one external
+//     table, `_chstate_values`, whose one TabSeparated row holds every
+//     value; each {name:Type} placeholder is replaced by
+//     `(SELECT name FROM _chstate_values)` (detail::bind_parameters_as_table).
+//     External tables exist on every version, 18.16 included, so one form
+//     serves all servers.
+// Other URL parameters: `database`, `default_format` (= stmt.format), and
+// `wait_end_of_query=1` when http_options::wait_end_of_query is set.
+// Authentication is exactly one method: the X-ClickHouse-User /
+// X-ClickHouse-Key headers.
 //
 // Connections. A bounded pool (http_options::pool_size) of kept-alive
 // connections is shared by every copy of a transport and by concurrent
@@ -321,6 +330,10 @@ struct http_op_state {
 /// the connection pool. See the header comment.
 class http_transport {
 public:
+    /// Values travel in the request body on every server version (see the
+    /// header comment): the store never writes them into SQL text.
+    static constexpr bool binds_parameters = true;
+
     using executor_type = asio::any_io_executor;
 
     /// Operations run on strands of `ex`; a thread must run it.
@@ -397,7 +410,19 @@ private:
     using state_ptr = std::shared_ptr<detail::http_op_state>;
     static constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
 
-    static std::string target(const http_options& o, const statement& stmt) {
+    /// The external table that carries a statement's values.
+    static constexpr std::string_view values_table = "_chstate_values";
+
+    /// The request for one statement: the URL target, the body and its
+    /// content type (see the header comment).
+    struct request_parts {
+        std::string target;
+        std::string body;
+        std::string content_type = "text/plain; charset=UTF-8";
+    };
+
+    static error_code build_request(const http_options& o, const statement& stmt, request_parts& out,
+                                    diagnostics& diag) {
         std::string t = "/?";
         auto add = [&](std::string_view name, std::string_view value) {
             if (t.size() > 2)
@@ -412,11 +437,35 @@ private:
             add("default_format", stmt.format);
         if (o.wait_end_of_query)
             add("wait_end_of_query", "1");
-        for (const auto& p : stmt.parameters)
-            add("param_" + p.name, detail::escape_parameter_value(p.value));
-        if (t.size() == 2)
-            t.pop_back();
-        return t;
+        if (stmt.parameters.empty()) {
+            add("query", stmt.sql);
+            out.body = stmt.data;
+        } else {
+            if (!stmt.data.empty()) {
+                diag.message = "a statement cannot carry both parameters and INSERT data over HTTP";
+                return make_error_code(errc::invalid_argument);
+            }
+            detail::parameter_table bound;
+            if (auto ec = detail::bind_parameters_as_table(stmt, values_table, bound, diag))
+                return ec;
+            add("query", bound.sql);
+            add(std::string(values_table) + "_structure", bound.structure);
+            add(std::string(values_table) + "_format", "TabSeparated");
+            // A boundary that the values do not contain.
+            std::string boundary = "chstate-values-boundary";
+            for (unsigned n = 0; bound.row.find(boundary) != std::string::npos; ++n)
+                boundary = "chstate-values-boundary-" + std::to_string(n);
+            out.content_type = "multipart/form-data; boundary=" + boundary;
+            out.body.reserve(bound.row.size() + 256);
+            out.body += "--" + boundary + "\r\n";
+            out.body += "Content-Disposition: form-data; name=\"" + std::string(values_table) + "\"; filename=\"" +
+                        std::string(values_table) + "\"\r\n";
+            out.body += "Content-Type: application/octet-stream\r\n\r\n";
+            out.body += bound.row;
+            out.body += "\r\n--" + boundary + "--\r\n";
+        }
+        out.target = std::move(t);
+        return {};
     }
 
     static error_code fail_or_interrupt(const state_ptr& st, error_code fallback, diagnostics& diag,
@@ -502,18 +551,19 @@ private:
         namespace http = detail::http;
         const http_options& o = pool->options;
         exchange_result r;
-        http::request<http::string_body> req{http::verb::post, target(o, stmt), 11};
+        request_parts parts;
+        if (auto bec = build_request(o, stmt, parts, diag)) {
+            r.ec = bec;
+            co_return r;
+        }
+        http::request<http::string_body> req{http::verb::post, std::move(parts.target), 11};
         req.set(http::field::host, o.host + ":" + std::to_string(o.port));
         req.set(http::field::user_agent, "chstate");
         req.set("X-ClickHouse-User", o.user);
         req.set("X-ClickHouse-Key", o.password);
-        req.set(http::field::content_type, "text/plain; charset=UTF-8");
+        req.set(http::field::content_type, parts.content_type);
         req.keep_alive(true);
-        req.body() = stmt.sql;
-        if (!stmt.data.empty()) {
-            req.body() += '\n';
-            req.body() += stmt.data;
-        }
+        req.body() = std::move(parts.body);
         req.prepare_payload();
 
         auto [wec, wn] = co_await http::async_write(stream, req, tuple);

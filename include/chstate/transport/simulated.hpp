@@ -37,14 +37,15 @@
 //   SELECT version()
 //   CREATE DATABASE [IF NOT EXISTS] db
 //   CREATE TABLE [IF NOT EXISTS] db.t (col Type [DEFAULT expr], …) ENGINE = … ORDER BY … [TTL …] [SETTINGS …]
-//   INSERT INTO db.t (cols) VALUES (expr, …)[, (…)] | SELECT expr, … [WHERE cond] | FORMAT JSONEachRow
-//       (+ statement::data) [SETTINGS insert_deduplication_token = '…']
+//   INSERT INTO db.t (cols) VALUES (expr, …)[, (…)] | SELECT expr, … [WHERE cond]
+//       | FORMAT JSONEachRow|TabSeparated (+ statement::data) [SETTINGS insert_deduplication_token = '…']
 //   SELECT [DISTINCT] item, … [FROM db.t [FINAL]] [WHERE cond] [ORDER BY expr [ASC|DESC], …] [LIMIT n] [SETTINGS …]
 //       items: columns, count(), max(x), min(x) (no GROUP BY), expressions, [AS alias];
 //       expressions: AND / OR of =, !=, <, <=, >, >=, LIKE, + and - over columns, literals, {params},
 //       INTERVAL n MILLISECOND|SECOND|MINUTE|HOUR|DAY, scalar subqueries (SELECT …), and the
 //       functions now(), now64(3), toDateTime(x), greatest, least, isNull, isNotNull,
-//       toUnixTimestamp64Milli, fromUnixTimestamp64Milli (times are milliseconds)
+//       toUnixTimestamp64Milli, fromUnixTimestamp64Milli (times are milliseconds), toUInt64,
+//       SHA256, unhex, has({param:Array(String)}, x); replies also in RowBinary
 //   SELECT … FROM system.tables (database, name, engine, engine_full) | system.columns
 //       (database, table, name, type, position) | system.mutations (database, table, is_done)
 //   DELETE FROM db.t WHERE cond            ALTER TABLE db.t DELETE WHERE cond
@@ -68,6 +69,8 @@
 // on the thread that executes the statement (the caller of async_execute or
 // of step()), outside the server's lock.
 #pragma once
+
+#include <chstate/detail/sha256.hpp>
 
 #include <chstate/error.hpp>
 #include <chstate/manual_clock.hpp>
@@ -650,6 +653,52 @@ private:
     }
 
     /// Evaluates `e` on a row of `t` (cells may be empty for no row).
+    /// An Array(String) literal ['a', 'b\'c'] (escapes as quote_string
+    /// writes them), parsed once per distinct text.
+    const std::vector<std::string>& string_array(const std::string& text) const {
+        std::lock_guard lk(array_cache_mutex_);
+        auto [it, fresh] = array_cache_.try_emplace(text);
+        if (!fresh)
+            return it->second;
+        std::vector<std::string>& out = it->second;
+        std::size_t i = 0;
+        auto fail = [&] { throw sim_error{41, "Cannot parse Array(String) from " + text.substr(0, 100)}; };
+        if (text.empty() || text[i++] != '[')
+            fail();
+        while (i < text.size() && text[i] != ']') {
+            if (text[i] == ',') { ++i; continue; }
+            if (text[i] != '\'')
+                fail();
+            ++i;
+            std::string item;
+            for (;;) {
+                if (i >= text.size())
+                    fail();
+                char c = text[i++];
+                if (c == '\'')
+                    break;
+                if (c == '\\') {
+                    if (i >= text.size())
+                        fail();
+                    char e = text[i++];
+                    switch (e) {
+                    case 'n': item += '\n'; break;
+                    case 't': item += '\t'; break;
+                    case 'r': item += '\r'; break;
+                    case '0': item += '\0'; break;
+                    case 'b': item += '\b'; break;
+                    case 'f': item += '\f'; break;
+                    default: item += e;
+                    }
+                } else {
+                    item += c;
+                }
+            }
+            out.push_back(std::move(item));
+        }
+        return out;
+    }
+
     value eval(const expr& e, const table& t, const std::vector<value>& cells) const {
         switch (e.kind) {
         case expr::literal:
@@ -697,6 +746,28 @@ private:
                 value a = eval(e.args.at(0), t, cells);
                 a.quoted64 = false;
                 return a;
+            }
+            if (f == "SHA256") { // the raw 32 bytes, as ClickHouse's FixedString(32)
+                value a = eval(e.args.at(0), t, cells);
+                if (a.kind == value::null)
+                    return a;
+                auto digest = detail::sha256(a.s);
+                return value::of_text(std::string(digest.begin(), digest.end()));
+            }
+            if (f == "UNHEX") {
+                value a = eval(e.args.at(0), t, cells);
+                std::string out;
+                for (std::size_t k = 0; k + 1 < a.s.size(); k += 2)
+                    out += static_cast<char>(std::stoi(a.s.substr(k, 2), nullptr, 16));
+                return value::of_text(std::move(out));
+            }
+            if (f == "HAS") { // has({param:Array(String)}, x): the array's text as the store writes it
+                value list = eval(e.args.at(0), t, cells);
+                value x = eval(e.args.at(1), t, cells);
+                if (x.kind == value::null)
+                    return value::of_number(0);
+                const auto& items = string_array(list.s);
+                return value::of_number(std::find(items.begin(), items.end(), x.s) != items.end() ? 1 : 0);
             }
             if (f == "ISNULL")
                 return value::of_number(eval(e.args.at(0), t, cells).kind == value::null ? 1 : 0);
@@ -1180,9 +1251,12 @@ private:
             } else if (is_kw("FORMAT") || is_kw("SETTINGS")) {
                 std::string format;
                 settings.merge(finish(&format));
-                if (format != "JSONEachRow")
+                if (format == "TabSeparated" || format == "TSV") {
+                    read_tsv_rows(stmt.data, cols.size(), given);
+                } else if (format != "JSONEachRow") {
                     unsupported();
-                std::string_view data = stmt.data;
+                }
+                std::string_view data = format == "JSONEachRow" ? std::string_view(stmt.data) : std::string_view();
                 while (!data.empty()) {
                     auto nl = data.find('\n');
                     std::string_view line = data.substr(0, nl);
@@ -1238,6 +1312,49 @@ private:
             }
             if (!p.rows.empty())
                 t.parts.push_back(std::move(p));
+        }
+
+        /// INSERT … FORMAT TabSeparated: `\N` is NULL, escapes as ClickHouse reads them.
+        static void read_tsv_rows(std::string_view data, std::size_t ncols, std::vector<std::vector<value>>& given) {
+            while (!data.empty()) {
+                auto nl = data.find('\n');
+                std::string_view line = data.substr(0, nl);
+                data.remove_prefix(nl == std::string_view::npos ? data.size() : nl + 1);
+                std::vector<value> r;
+                std::size_t start = 0;
+                for (;;) {
+                    auto tab = line.find('\t', start);
+                    std::string_view field = line.substr(start, tab == std::string_view::npos ? tab : tab - start);
+                    if (field == "\\N") {
+                        r.push_back(value::of_null());
+                    } else {
+                        std::string text;
+                        for (std::size_t k = 0; k < field.size(); ++k) {
+                            if (field[k] != '\\' || k + 1 == field.size()) {
+                                text += field[k];
+                                continue;
+                            }
+                            switch (char e = field[++k]) {
+                            case 'n': text += '\n'; break;
+                            case 't': text += '\t'; break;
+                            case 'r': text += '\r'; break;
+                            case '0': text += '\0'; break;
+                            case 'b': text += '\b'; break;
+                            case 'f': text += '\f'; break;
+                            default: text += e;
+                            }
+                        }
+                        r.push_back(value::of_text(std::move(text)));
+                    }
+                    if (tab == std::string_view::npos)
+                        break;
+                    start = tab + 1;
+                }
+                if (r.size() != ncols)
+                    throw sim_error{117, "Cannot parse TabSeparated input: expected " + std::to_string(ncols) +
+                                             " fields in: " + std::string(line.substr(0, 100))};
+                given.push_back(std::move(r));
+            }
         }
 
         static bool nullable(const std::string& type) { return type.starts_with("Nullable"); }
@@ -1448,7 +1565,7 @@ private:
             auto settings = finish(&format);
             if (format.empty())
                 format = "TabSeparated";
-            if (format != "TabSeparated" && format != "JSONEachRow" && format != "TSV")
+            if (format != "TabSeparated" && format != "JSONEachRow" && format != "TSV" && format != "RowBinary")
                 unsupported();
             std::size_t block = 1000;
             if (auto it = settings.find("max_block_size"); it != settings.end() && it->second.n > 0)
@@ -1468,7 +1585,10 @@ private:
             std::string chunk;
             std::size_t in_chunk = 0;
             for (auto& r : result) {
-                if (format == "JSONEachRow") {
+                if (format == "RowBinary") {
+                    for (std::size_t k = 0; k < r.size(); ++k)
+                        row_binary_value(chunk, r[k], types[k]);
+                } else if (format == "JSONEachRow") {
                     chunk += '{';
                     for (std::size_t k = 0; k < r.size(); ++k) {
                         if (k)
@@ -1505,6 +1625,30 @@ private:
                 return detail::sim::format_time(v.n, true);
             return std::to_string(v.n);
         }
+        /// RowBinary: Nullable columns get a flag byte; text is a LEB128
+        /// length and the bytes; numbers (times in milliseconds, as a
+        /// DateTime64(3)) eight bytes little-endian.
+        static void row_binary_value(std::string& out, const value& v, const std::string& type) {
+            if (nullable(type)) {
+                out += v.kind == value::null ? '\1' : '\0';
+                if (v.kind == value::null)
+                    return;
+            }
+            if (v.kind == value::number) {
+                auto n = static_cast<std::uint64_t>(v.n);
+                for (int b = 0; b < 8; ++b)
+                    out += static_cast<char>((n >> (8 * b)) & 0xff);
+                return;
+            }
+            std::size_t len = v.s.size();
+            do {
+                unsigned char byte = len & 0x7f;
+                len >>= 7;
+                out += static_cast<char>(len ? byte | 0x80 : byte);
+            } while (len);
+            out += v.s;
+        }
+
         static std::string json_value(const value& v, const std::string& type) {
             if (v.kind == value::null)
                 return "null";
@@ -1563,6 +1707,8 @@ private:
     manual_clock clock_;
     bool manual_ = false;
     std::string version_ = "25.3.1.1";
+    mutable std::mutex array_cache_mutex_;
+    mutable std::map<std::string, std::vector<std::string>> array_cache_;
     std::set<std::string> databases_{"default", "system"};
     std::map<std::string, table> tables_;
     std::uint64_t seq_ = 0;
