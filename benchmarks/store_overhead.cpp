@@ -47,13 +47,14 @@ int main(int argc, char** argv) {
     store.set(s);
     detail::statements st(detail::table_names("bench", "state"), detail::server_features::from_version("26.5"));
     const auto select = st.select_state("dev:bench");
-    const auto insert = st.insert_state("dev:bench", detail::serialize_part(s.partial_state),
-                                        detail::serialize_part(s.completed_state));
+    detail::serialized_parts parts;
+    diagnostics diag;
+    detail::serialize_parts(s, parts, diag);
+    const auto insert = st.insert_state("dev:bench", parts.partial, parts.completed);
     // The seed's INSERT … VALUES (write_versions::clock): what monotonic versions cost.
     detail::statements seed(detail::table_names("bench", "state"), detail::server_features::from_version("26.5"),
                             false);
-    const auto seed_insert = seed.insert_state("dev:bench", detail::serialize_part(s.partial_state),
-                                               detail::serialize_part(s.completed_state));
+    const auto seed_insert = seed.insert_state("dev:bench", parts.partial, parts.completed);
 
     // Warm up both paths, then interleave the measurements in rounds so a
     // burst of noise hits both alike.

@@ -40,6 +40,7 @@ namespace embedded_contract {
 TEST_SUITE("embedded") {
     using fixture = embedded_tests::embedded_fixture;
 #include "contract_cases.ipp"
+#include "fidelity_cases.ipp"
 }
 } // namespace embedded_contract
 

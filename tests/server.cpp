@@ -182,6 +182,7 @@ namespace server_contract {
 TEST_SUITE("server") {
     using fixture = server_tests::server_fixture;
 #include "contract_cases.ipp"
+#include "fidelity_cases.ipp"
 }
 } // namespace server_contract
 #undef TEST_CASE

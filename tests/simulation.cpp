@@ -51,6 +51,7 @@ struct simulated_fixture {
 TEST_SUITE("simulated") {
     using fixture = simulation_tests::simulated_fixture;
 #include "contract_cases.ipp"
+#include "fidelity_cases.ipp"
 }
 #undef TEST_CASE
 #define TEST_CASE(name) DOCTEST_TEST_CASE(name)
@@ -272,7 +273,7 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
                     active.insert(me);
                     auto [gec, cur] = co_await st.async_get(std::string("job"), tup);
                     std::int64_t n = (!gec && cur) ? cur->completed_state.at("n").as_int64() : 0;
-                    json::array log = (!gec && cur) ? cur->completed_state.at("log").as_array() : json::array{};
+                    chstate::array log = (!gec && cur) ? cur->completed_state.at("log").as_array() : chstate::array{};
                     const duration work = (c == 0 && sc.first_work.count() > 0) ? sc.first_work : sc.work;
                     if (work.count() > 0)
                         co_await st.get_clock().async_wait(ioc.get_executor(), work, tup);
@@ -280,7 +281,9 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
                     // it under a superseded grant; errc::lock_lost = not confirmed).
                     const std::int64_t write_id = c * 1000 + r;
                     log.push_back(write_id);
-                    state next{std::string("job"), {}, json::object{{"n", n + 1}, {"log", std::move(log)}}};
+                    state next{std::string("job"), {}, {}};
+                    next.completed_state["n"] = n + 1;
+                    next.completed_state["log"] = std::move(log);
                     auto [sec] = co_await st.async_set(lease, std::move(next), tup);
                     const bool refused = sec == errc::lock_lost;
                     if (refused)

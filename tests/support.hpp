@@ -4,6 +4,8 @@
 #include "shutdown.hpp"
 
 #include <chstate/chstate.hpp>
+#include <chstate/detail/row_binary.hpp>
+#include <chstate/detail/sql.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
@@ -15,6 +17,9 @@
 #include <stdexcept>
 #include <thread>
 #include <filesystem>
+#include <fstream>
+#include <span>
+#include <sys/wait.h>
 #include <functional>
 #include <future>
 #include <vector>

@@ -16,6 +16,7 @@ namespace asio = boost::asio;
 
 namespace {
 json::object obj(std::string_view text) { return json::parse(text).as_object(); }
+object cobj(std::string_view text) { return parse_json(text).as_object(); }
 }
 
 TEST_SUITE("unit") {
@@ -23,49 +24,69 @@ TEST_SUITE("unit") {
 // ---- state model ------------------------------------------------------------
 
 TEST_CASE("deep_merge: objects merge recursively, everything else replaces") {
-    json::object dest = obj(R"({"a":{"x":1,"y":{"k":1}},"arr":[1,2],"s":"old","keep":0})");
-    deep_merge(obj(R"({"a":{"y":{"j":2},"z":3},"arr":[3],"s":null,"new":{"n":1}})"), dest);
-    CHECK(dest == obj(R"({"a":{"x":1,"y":{"k":1,"j":2},"z":3},"arr":[3],"s":null,"keep":0,"new":{"n":1}})"));
+    object dest = cobj(R"({"a":{"x":1,"y":{"k":1}},"arr":[1,2],"s":"old","keep":0})");
+    deep_merge(cobj(R"({"a":{"y":{"j":2},"z":3},"arr":[3],"s":null,"new":{"n":1}})"), dest);
+    CHECK(dest == cobj(R"({"a":{"x":1,"y":{"k":1,"j":2},"z":3},"arr":[3],"s":null,"keep":0,"new":{"n":1}})"));
 }
 
 TEST_CASE("deep_merge: an object replaces a non-object under the same key") {
-    json::object dest = obj(R"({"a":5})");
-    deep_merge(obj(R"({"a":{"b":1}})"), dest);
-    CHECK(dest == obj(R"({"a":{"b":1}})"));
+    object dest = cobj(R"({"a":5})");
+    deep_merge(cobj(R"({"a":{"b":1}})"), dest);
+    CHECK(dest == cobj(R"({"a":{"b":1}})"));
 }
 
 TEST_CASE("deep_merge: an empty source changes nothing; an empty object creates the key") {
-    json::object dest = obj(R"({"a":1})");
-    deep_merge(json::object{}, dest);
-    CHECK(dest == obj(R"({"a":1})"));
-    deep_merge(obj(R"({"b":{}})"), dest);
-    CHECK(dest == obj(R"({"a":1,"b":{}})"));
+    object dest = cobj(R"({"a":1})");
+    deep_merge(object{}, dest);
+    CHECK(dest == cobj(R"({"a":1})"));
+    deep_merge(cobj(R"({"b":{}})"), dest);
+    CHECK(dest == cobj(R"({"a":1,"b":{}})"));
+}
+
+TEST_CASE("deep_merge: existing keys keep their place, new ones follow in the source's order (Python's dict)") {
+    object dest = cobj(R"({"b":1,"a":{"y":1}})");
+    deep_merge(cobj(R"({"z":0,"a":{"x":2,"y":3},"b":4})"), dest);
+    CHECK(serialize_json(value(dest)) == R"({"b": 4, "a": {"y": 3, "x": 2}, "z": 0})");
+}
+
+TEST_CASE("deep_merge: 100,000 levels deep, without recursion") {
+    auto nest = [](int depth, const char* leaf) {
+        std::string text;
+        for (int i = 0; i < depth; ++i)
+            text += "{\"k\": ";
+        text += leaf;
+        text += std::string(depth, '}');
+        return parse_json(text).as_object();
+    };
+    object dest = nest(99'999, "{\"old\": 1}");
+    deep_merge(nest(99'999, "{\"new\": 2}"), dest);
+    CHECK(dest == nest(99'999, "{\"old\": 1, \"new\": 2}"));
 }
 
 TEST_CASE("is_complete means a non-empty completed part") {
-    CHECK_FALSE((state{"id", obj(R"({"p":1})"), {}}).is_complete());
-    CHECK((state{"id", {}, obj(R"({"c":1})")}).is_complete());
+    CHECK_FALSE((state{"id", cobj(R"({"p":1})"), {}}).is_complete());
+    CHECK((state{"id", {}, cobj(R"({"c":1})")}).is_complete());
 }
 
 TEST_CASE("merged(): partial on top of completed, parts unchanged") {
-    state s{"id", obj(R"({"b":{"y":2},"c":3})"), obj(R"({"a":1,"b":{"x":1},"c":0})")};
-    CHECK(s.merged() == obj(R"({"a":1,"b":{"x":1,"y":2},"c":3})"));
-    CHECK(s.completed_state == obj(R"({"a":1,"b":{"x":1},"c":0})"));
+    state s{"id", cobj(R"({"b":{"y":2},"c":3})"), cobj(R"({"a":1,"b":{"x":1},"c":0})")};
+    CHECK(s.merged() == cobj(R"({"a":1,"b":{"x":1,"y":2},"c":3})"));
+    CHECK(s.completed_state == cobj(R"({"a":1,"b":{"x":1},"c":0})"));
 }
 
 TEST_CASE("merge_partial: the incoming partial wins over the stored one") {
-    state current{"id", obj(R"({"bm":{"t1":1,"t2":2}})"), obj(R"({"done":1})")};
-    state incoming{"id", obj(R"({"bm":{"t2":20}})"), {}};
+    state current{"id", cobj(R"({"bm":{"t1":1,"t2":2}})"), cobj(R"({"done":1})")};
+    state incoming{"id", cobj(R"({"bm":{"t2":20}})"), {}};
     current.merge_partial(incoming);
-    CHECK(current.partial_state == obj(R"({"bm":{"t1":1,"t2":20}})"));
-    CHECK(current.completed_state == obj(R"({"done":1})"));
+    CHECK(current.partial_state == cobj(R"({"bm":{"t1":1,"t2":20}})"));
+    CHECK(current.completed_state == cobj(R"({"done":1})"));
 }
 
 TEST_CASE("to_json / from_json use Meltano's {completed, partial} form") {
-    state s{"id", obj(R"({"p":1})"), obj(R"({"c":2})")};
+    state s{"id", cobj(R"({"p":1})"), cobj(R"({"c":2})")};
     CHECK(json::value(s.to_json()) == json::parse(R"({"completed":{"c":2},"partial":{"p":1}})"));
     CHECK(state::from_json("id", json::value(s.to_json())) == s);
-    CHECK(state::from_json_text("id", R"({"partial":{"p":1}})") == state{"id", obj(R"({"p":1})"), {}});
+    CHECK(state::from_json_text("id", R"({"partial":{"p":1}})") == state{"id", cobj(R"({"p":1})"), {}});
     CHECK(state::from_json_text("id", R"({"completed":null})") == state{"id", {}, {}});
 }
 
@@ -312,15 +333,29 @@ TEST_CASE("uint_field accepts quoted and unquoted 64-bit integers") {
 }
 
 TEST_CASE("parse_part: NULL and empty text are {}, other non-objects are corrupt") {
-    json::object out;
+    object out;
     diagnostics d;
     CHECK_FALSE(detail::parse_part("", true, out, "id", "partial_state", d));
     CHECK_FALSE(detail::parse_part("", false, out, "id", "partial_state", d));
     CHECK_FALSE(detail::parse_part("{\"a\":1}", false, out, "id", "partial_state", d));
-    CHECK(out == obj(R"({"a":1})"));
+    CHECK(out == cobj(R"({"a":1})"));
     CHECK(detail::parse_part("\"str\"", false, out, "id", "partial_state", d) == errc::corrupt_state);
-    CHECK(detail::serialize_part({}) == std::nullopt);
-    CHECK(detail::serialize_part(obj(R"({"a":1})")) == std::string(R"({"a":1})"));
+    CHECK(d.message == "state \"id\": partial_state is not a JSON object (it is string)");
+    CHECK(detail::parse_part("{\"a\": NaN, \"b\": 1e999, \"c\": 18446744073709551616}", false, out, "id", "p", d) ==
+          error_code{});
+    CHECK(serialize_json(value(out)) == "{\"a\": NaN, \"b\": Infinity, \"c\": 18446744073709551616}");
+    CHECK(detail::parse_part("{\"a\": 1", false, out, "job:1", "completed_state", d) == errc::corrupt_state);
+    CHECK(d.message.starts_with("state \"job:1\": completed_state cannot be read: "));
+    std::optional<std::string> text;
+    CHECK_FALSE(detail::serialize_part({}, text, "id", "partial_state", d));
+    CHECK(text == std::nullopt);
+    CHECK_FALSE(detail::serialize_part(cobj(R"({"a":1})"), text, "id", "partial_state", d));
+    CHECK(text == std::string(R"({"a": 1})"));
+    object bad;
+    bad["s"] = std::string("\xff");
+    CHECK(detail::serialize_part(bad, text, "job:2", "partial_state", d) == errc::invalid_argument);
+    CHECK(d.message == "state \"job:2\": partial_state cannot be stored: the string at $[\"s\"] is not valid UTF-8 "
+                       "(byte 0 of the string)");
 }
 
 // ---- configuration ------------------------------------------------------------------

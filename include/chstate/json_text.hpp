@@ -76,6 +76,18 @@ inline void serialize_json(const value& v, std::string& out, error_code& ec, std
     }
 }
 
+/// The same for an object (a state part), without copying it into a value.
+inline void serialize_json(const object& o, std::string& out, error_code& ec, std::string& why,
+                           json_limits limits = {}) {
+    ec = {};
+    why.clear();
+    out.clear();
+    if (!detail::write_json(o, out, limits.max_depth, why)) {
+        out.clear();
+        ec = make_error_code(errc::invalid_argument);
+    }
+}
+
 /// Throwing form: chstate::error with errc::invalid_argument.
 inline std::string serialize_json(const value& v, json_limits limits = {}) {
     std::string out;

@@ -15,74 +15,95 @@
 #pragma once
 
 #include <chstate/error.hpp>
+#include <chstate/json_text.hpp>
+#include <chstate/value.hpp>
 
-#include <boost/json/object.hpp>
-#include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace chstate {
 
+/// Boost.JSON, for code that builds or reads values with it: chstate::value,
+/// object and array convert from it implicitly, and back where the value
+/// fits (value.hpp).
 namespace json = boost::json;
 
 /// Meltano's `merge(src, dest)`: merges `src` into `dest` in place and
 /// returns `dest`. Where src holds an object and dest holds a non-object
 /// under the same key, the object replaces it (Meltano itself would fail).
-inline json::object& deep_merge(const json::object& src, json::object& dest) {
-    for (const auto& [key, value] : src) {
-        if (value.is_object()) {
-            json::value& node = dest[key];
-            if (!node.is_object())
-                node = json::object{};
-            deep_merge(value.get_object(), node.get_object());
-        } else {
-            dest[key] = value;
+/// A key already in dest keeps its position; new keys are appended, in
+/// src's order — as Python's dict assignment does. Iterative: any depth.
+inline object& deep_merge(const object& src, object& dest) {
+    std::vector<std::pair<const object*, object*>> work{{&src, &dest}};
+    while (!work.empty()) {
+        auto [from, to] = work.back();
+        work.pop_back();
+        bool nested = false;
+        for (const auto& [key, v] : *from) {
+            value& node = (*to)[key];
+            if (v.is_object()) {
+                if (!node.is_object())
+                    node = object{};
+                nested = true;
+            } else {
+                node = v;
+            }
         }
+        // Pointers into *to only once it has stopped growing.
+        if (nested)
+            for (const auto& [key, v] : *from)
+                if (v.is_object())
+                    work.emplace_back(&v.get_object(), &to->at(key).get_object());
     }
     return dest;
 }
 
-/// One pipeline's state.
+/// One pipeline's state. Its parts are chstate::object: exact values, in
+/// their stored key order (value.hpp); build them with Boost-style literals
+/// (`s.partial_state = {{"bookmarks", {{"users", 5}}}};`) or from
+/// boost::json objects, which convert implicitly.
 struct state {
     std::string state_id;
-    json::object partial_state;
-    json::object completed_state;
+    object partial_state;
+    object completed_state;
 
     /// True when completed_state holds anything.
     bool is_complete() const noexcept { return !completed_state.empty(); }
 
     /// partial_state merged onto a copy of completed_state.
-    json::object merged() const {
-        json::object view = completed_state;
+    object merged() const {
+        object view = completed_state;
         deep_merge(partial_state, view);
         return view;
     }
 
     /// Folds `incoming`'s partial state into this one's (incoming wins).
     state& merge_partial(const state& incoming) {
-        json::object merged_partial = partial_state;
-        deep_merge(incoming.partial_state, merged_partial);
-        partial_state = std::move(merged_partial);
+        deep_merge(incoming.partial_state, partial_state);
         return *this;
     }
 
     /// {"completed": {...}, "partial": {...}}
-    json::object to_json() const {
-        json::object out;
-        out["completed"] = completed_state;
-        out["partial"] = partial_state;
+    object to_json() const {
+        object out;
+        out.insert_or_assign("completed", completed_state);
+        out.insert_or_assign("partial", partial_state);
         return out;
     }
+
+    /// The {"completed": …, "partial": …} form as text, written as Python's
+    /// json.dumps writes it.
+    std::string to_json_text() const { return serialize_json(value(to_json())); }
 
     /// Reads the {"completed": …, "partial": …} form; either key may be
     /// absent. Any other key, or a non-object part, is refused with
     /// errc::invalid_argument (silently dropping it would lose data).
-    static std::optional<state> from_json(std::string state_id, const json::value& v,
-                                          error_code& ec, diagnostics& diag) {
+    static std::optional<state> from_json(std::string state_id, const value& v, error_code& ec, diagnostics& diag) {
         ec = {};
         auto fail = [&](std::string msg) -> std::optional<state> {
             ec = make_error_code(errc::invalid_argument);
@@ -94,25 +115,25 @@ struct state {
         state s;
         s.state_id = std::move(state_id);
         for (const auto& [key, part] : v.get_object()) {
-            json::object* target = nullptr;
+            object* target = nullptr;
             if (key == "completed")
                 target = &s.completed_state;
             else if (key == "partial")
                 target = &s.partial_state;
             else
-                return fail("unexpected key \"" + std::string(key) +
+                return fail("unexpected key \"" + key +
                             "\" in state JSON (expected only \"completed\" and \"partial\")");
             if (part.is_null())
                 continue;
             if (!part.is_object())
-                return fail("\"" + std::string(key) + "\" must be a JSON object");
+                return fail("\"" + key + "\" must be a JSON object");
             *target = part.get_object();
         }
         return s;
     }
 
     /// Throwing form of from_json.
-    static state from_json(std::string state_id, const json::value& v) {
+    static state from_json(std::string state_id, const value& v) {
         error_code ec;
         diagnostics diag;
         auto s = from_json(std::move(state_id), v, ec, diag);
@@ -120,12 +141,15 @@ struct state {
         return std::move(*s);
     }
 
-    /// Parses text in the {"completed": …, "partial": …} form.
+    /// Parses text in the {"completed": …, "partial": …} form, exactly
+    /// (json_text.hpp): every number, string and key order as written.
     static state from_json_text(std::string state_id, std::string_view text) {
         error_code ec;
-        json::value v = json::parse(text, ec);
+        std::string why;
+        // One level more than a part may have: the form wraps the parts.
+        value v = parse_json(text, ec, why, json_limits{json_limits{}.max_depth + 1});
         if (ec)
-            throw error(make_error_code(errc::invalid_argument), "state JSON does not parse: " + ec.message());
+            throw error(make_error_code(errc::invalid_argument), "state JSON does not parse: " + why);
         return from_json(std::move(state_id), v);
     }
 

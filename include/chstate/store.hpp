@@ -704,11 +704,14 @@ private:
     op<> set_impl(const state& s, diagnostics& diag, std::optional<std::uint64_t> fence = std::nullopt) {
         if (auto ec = check_id(s.state_id, diag))
             co_return std::tuple{ec};
+        // Serialising validates: what could not be read back is refused here.
+        detail::serialized_parts parts;
+        if (auto ec = detail::serialize_parts(s, parts, diag))
+            co_return std::tuple{ec};
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
         auto stm = stmts_snapshot();
-        co_return co_await execute(stm->insert_state(s.state_id, detail::serialize_part(s.partial_state),
-                                                     detail::serialize_part(s.completed_state),
+        co_return co_await execute(stm->insert_state(s.state_id, std::move(parts.partial), std::move(parts.completed),
                                                      stm->store_versions() ? next_version() : 0, fence),
                                    diag);
     }
@@ -942,10 +945,10 @@ private:
         if (states.empty())
             co_return std::tuple{error_code{}};
         // Every state is serialised (and so validated) before anything is sent.
-        std::vector<std::pair<std::optional<std::string>, std::optional<std::string>>> parts;
-        parts.reserve(states.size());
-        for (const auto& s : states)
-            parts.emplace_back(detail::serialize_part(s.partial_state), detail::serialize_part(s.completed_state));
+        std::vector<detail::serialized_parts> parts(states.size());
+        for (std::size_t i = 0; i < states.size(); ++i)
+            if (auto ec = detail::serialize_parts(states[i], parts[i], diag))
+                co_return std::tuple{ec};
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
         auto stm = stmts_snapshot();
@@ -973,9 +976,9 @@ private:
         for (std::size_t i = 0; i < states.size(); ++i) {
             detail::append_tsv_field(body, states[i].state_id);
             body += '\t';
-            detail::append_tsv_field(body, parts[i].first);
+            detail::append_tsv_field(body, parts[i].partial);
             body += '\t';
-            detail::append_tsv_field(body, parts[i].second);
+            detail::append_tsv_field(body, parts[i].completed);
             if (versions) {
                 std::uint64_t v = 0;
                 if (now_ms) {

@@ -142,6 +142,7 @@ def main():
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--results", required=True, action="append")
     ap.add_argument("--max-report", type=int, default=200, help="mismatch lines printed (default 200)")
+    ap.add_argument("--label", default="", help="printed as fidelity[LABEL]: … (default: no label)")
     a = ap.parse_args()
 
     mismatches = 0
@@ -227,8 +228,9 @@ def main():
         if name not in seen_names:
             report(f"{name} -: no result line for this corpus case")
 
-    print(f"fidelity: cases={checked} mismatches={mismatches}")
-    print("fidelity operations: " + (" ".join(f"{op}={c}" for op, c in sorted(per_op.items())) or "(none)"))
+    tag = f"fidelity[{a.label}]" if a.label else "fidelity"
+    print(f"{tag}: cases={checked} mismatches={mismatches}")
+    print(f"{tag} operations: " + (" ".join(f"{op}={c}" for op, c in sorted(per_op.items())) or "(none)"))
     sys.exit(1 if mismatches or not checked else 0)
 
 

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <string_view>
 #include <system_error>
 #include <vector>
@@ -148,7 +149,9 @@ inline bool append_python_string(std::string& out, std::string_view s, std::size
 
 /// Appends the text of `v` to `out`, depth first with a heap stack. On
 /// failure returns false with `why` naming the JSON path.
-inline bool write_json(const value& v, std::string& out, std::size_t max_depth, std::string& why) {
+/// `Root` is value, or object (a state part, written without a copy).
+template <class Root>
+bool write_json(const Root& v, std::string& out, std::size_t max_depth, std::string& why) {
     std::vector<walk_frame> frames; // the open arrays and objects
     std::size_t bad = 0;
     auto write_value = [&](const value& x) {
@@ -187,8 +190,20 @@ inline bool write_json(const value& v, std::string& out, std::size_t max_depth, 
         }
         return true;
     };
-    if (!write_value(v))
+    if constexpr (std::is_same_v<Root, object>) {
+        if (max_depth == 0) {
+            why = "nested deeper than the limit of 0 levels at $";
+            return false;
+        }
+        if (v.empty()) {
+            out += "{}";
+            return true;
+        }
+        out += '{';
+        frames.push_back(walk_frame{nullptr, &v, 0});
+    } else if (!write_value(v)) {
         return false;
+    }
     while (!frames.empty()) {
         walk_frame& f = frames.back();
         if (f.next == f.size()) {

@@ -10,6 +10,7 @@
 #include <chstate/state.hpp>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/object.hpp>
 
 #include <charconv>
 #include <cstdint>
@@ -103,17 +104,20 @@ inline std::optional<std::uint64_t> uint_field(const json::object& row, std::str
     return std::nullopt;
 }
 
-/// A stored state part: NULL or empty text is {}; otherwise a JSON object.
-inline error_code parse_part(std::string_view text, bool null, json::object& out, std::string_view state_id,
+/// A stored state part: NULL or empty text is {} (so is the text `null`);
+/// otherwise a JSON object, read exactly (json_text.hpp).
+inline error_code parse_part(std::string_view text, bool null, object& out, std::string_view state_id,
                              std::string_view column, diagnostics& diag) {
     out.clear();
     if (null || text.empty())
         return {};
     error_code ec;
-    json::value v = json::parse(text, ec);
+    std::string why;
+    value v = parse_json(text, ec, why);
     if (ec || !(v.is_object() || v.is_null())) {
         diag.message = "state \"" + std::string(state_id) + "\": " + std::string(column) +
-                       (ec ? " is not JSON: " + ec.message() : std::string(" is not a JSON object"));
+                       (ec ? " cannot be read: " + why
+                           : " is not a JSON object (it is " + std::string(to_string(v.kind())) + ")");
         return make_error_code(errc::corrupt_state);
     }
     if (v.is_object())
@@ -128,11 +132,37 @@ inline error_code parse_state_parts(const rb_field& partial, const rb_field& com
     return parse_part(completed.bytes, completed.null, s.completed_state, s.state_id, "completed_state", diag);
 }
 
-/// A state part as stored: NULL when empty (as the seed writes it).
-inline std::optional<std::string> serialize_part(const json::object& part) {
+/// A state part as stored: NULL when empty (as the seed writes it), else
+/// the text Python's json.dumps would write. What could not be read back
+/// (a string that is not UTF-8, nesting beyond json_limits) is refused
+/// with errc::invalid_argument naming the id, the part and the place.
+inline error_code serialize_part(const object& part, std::optional<std::string>& out, std::string_view state_id,
+                                 std::string_view column, diagnostics& diag) {
+    out.reset();
     if (part.empty())
-        return std::nullopt;
-    return json::serialize(part);
+        return {};
+    error_code ec;
+    std::string why;
+    std::string text;
+    serialize_json(part, text, ec, why);
+    if (ec) {
+        diag.message = "state \"" + std::string(state_id) + "\": " + std::string(column) +
+                       " cannot be stored: " + why;
+        return make_error_code(errc::invalid_argument);
+    }
+    out = std::move(text);
+    return {};
+}
+
+/// Both parts of `s`, serialised and so validated.
+struct serialized_parts {
+    std::optional<std::string> partial;
+    std::optional<std::string> completed;
+};
+inline error_code serialize_parts(const state& s, serialized_parts& out, diagnostics& diag) {
+    if (auto ec = serialize_part(s.partial_state, out.partial, s.state_id, "partial_state", diag))
+        return ec;
+    return serialize_part(s.completed_state, out.completed, s.state_id, "completed_state", diag);
 }
 
 } // namespace chstate::detail
