@@ -17,10 +17,24 @@ export CHSTATE_TEST_SERVER_DIR=$server_dir
 
 test_dir=$(mktemp -d /tmp/chstate-tests.XXXXXX)
 export CHSTATE_TEST_DIR=$test_dir
+# Each engine's fidelity case leaves its results here; all are checked together below.
+export CHSTATE_FIDELITY_RESULTS=$test_dir/fidelity
 log=$test_dir/output.log
 status=0
 # (pipefail: a failing test binary fails the pipeline even though tee succeeds)
 ./build/tests/chstate_tests "$@" 2>&1 | tee "$log" || status=$?
+# Exact values (README "Exact values"): every engine's fidelity results
+# against Python's json module, in one line.
+fidelity_results=("$CHSTATE_FIDELITY_RESULTS"/results-*.tsv)
+if [[ -f $CHSTATE_FIDELITY_RESULTS/corpus.tsv && -f ${fidelity_results[0]} ]]; then
+  args=()
+  for r in "${fidelity_results[@]}"; do args+=(--results "$r"); done
+  python3 tests/fidelity/check.py --corpus "$CHSTATE_FIDELITY_RESULTS/corpus.tsv" "${args[@]}" \
+    2>"$test_dir/fidelity-mismatches.log" || { status=1; head -n 50 "$test_dir/fidelity-mismatches.log" >&2; }
+elif [[ $# -eq 0 ]]; then
+  echo "fidelity: no results (the fidelity test cases did not run)" >&2
+  status=1
+fi
 # Restate doctest's count as the plain closing line CI reads.
 summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1 || true)
 if [[ $summary =~ ([0-9]+)\ passed\ \|\ ([0-9]+)\ failed ]]; then

@@ -41,6 +41,8 @@ TEST_SUITE("embedded") {
     using fixture = embedded_tests::embedded_fixture;
 #include "contract_cases.ipp"
 #include "fidelity_cases.ipp"
+#include "lossless_cases.ipp"
+#include "large_values_cases.ipp"
 }
 } // namespace embedded_contract
 

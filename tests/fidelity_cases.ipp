@@ -115,8 +115,17 @@ TEST_CASE("fidelity: what Python's json writes survives get, update, copy, merge
         }
     };
 
+    // How much of the corpus each engine runs, to keep the test command
+    // short: chDB all of it; the 18.16 server every case, but the locked
+    // operations (update, merge) only on every 8th — there each lock cycle
+    // waits for two ALTER TABLE … DELETE mutations; the simulator (no
+    // index: each statement scans the table) every 4th case.
+    const std::string_view engine = fixture::name;
+    const std::size_t case_every = engine == "simulated" ? 4 : 1;
+    const std::size_t locked_every = engine == "server" ? 8 : 1;
     // Cases are independent: several run at once (8 threads, one store each).
-    auto run_case = [&](basic_state_store<typename fixture::transport_type>& store, const fidelity::corpus_case& c) {
+    auto run_case = [&](basic_state_store<typename fixture::transport_type>& store, const fidelity::corpus_case& c,
+                        bool locked) {
         const std::string id = "fid:" + c.name;
         // Written as a Meltano process writes it: the seed's INSERT, text as is.
         statement raw{"INSERT INTO " + table + " (state_id, partial_state, completed_state) VALUES ({state_id:String}, "
@@ -141,6 +150,7 @@ TEST_CASE("fidelity: what Python's json writes survives get, update, copy, merge
             store.copy(id, id + "/copy");
             emit(c.name, "copy", stored(id + "/copy").first);
         });
+        if (locked) {
         guarded(c.name, "merge", [&] {
             store.merge(id, id + "/merged"); // dst := src's merged view (partial onto an equal completed)
             emit(c.name, "merge", stored(id + "/merged").first);
@@ -152,6 +162,7 @@ TEST_CASE("fidelity: what Python's json writes survives get, update, copy, merge
             emit(c.name, "update+touch", partial);
             emit(c.name, "update.completed", completed);
         });
+        }
         guarded(c.name, "user+touch", [&] {
             auto s = store.get(id + "/copy"); // a user's own get → modify → set
             s->partial_state["chstate_touch"] = 1;
@@ -166,7 +177,8 @@ TEST_CASE("fidelity: what Python's json writes survives get, update, copy, merge
             workers.emplace_back([&] {
                 basic_state_store<typename fixture::transport_type> own(transport, o);
                 for (std::size_t i; (i = next++) < corpus.size();)
-                    run_case(own, corpus[i]);
+                    if (i % case_every == 0)
+                        run_case(own, corpus[i], i % locked_every == 0);
             });
         for (auto& w : workers)
             w.join();
@@ -187,14 +199,15 @@ TEST_CASE("fidelity: what Python's json writes survives get, update, copy, merge
             emit(u.state_id.substr(4), "get_all.completed", "ERROR:" + u.reason);
         });
     CHECK(unreadable == 0);
-    CHECK(originals.size() == corpus.size());
+    CHECK(originals.size() == (corpus.size() + case_every - 1) / case_every);
     store.set_all(originals);
     for (const auto& s : originals)
         emit(s.state_id.substr(4, s.state_id.size() - 9), "set_all.completed", stored(s.state_id).second);
     results.close();
 
     const std::string check = "python3 '" + tools + "check.py' --corpus '" + corpus_file.string() + "' --results '" +
-                              (dir / "results.tsv").string() + "' --label " + fixture::name;
+                              (dir / "results.tsv").string() + "' --label " + fixture::name +
+                              " --every " + std::to_string(case_every);
     const std::string why = "mismatches: see the lines above (" + check + ")";
     CHECK_MESSAGE(fidelity::shell(check) == 0, why);
     // The README's test command reports every engine's results together.

@@ -183,6 +183,8 @@ TEST_SUITE("server") {
     using fixture = server_tests::server_fixture;
 #include "contract_cases.ipp"
 #include "fidelity_cases.ipp"
+#include "lossless_cases.ipp"
+#include "large_values_cases.ipp"
 }
 } // namespace server_contract
 #undef TEST_CASE

@@ -52,6 +52,7 @@ TEST_SUITE("simulated") {
     using fixture = simulation_tests::simulated_fixture;
 #include "contract_cases.ipp"
 #include "fidelity_cases.ipp"
+#include "lossless_cases.ipp"
 }
 #undef TEST_CASE
 #define TEST_CASE(name) DOCTEST_TEST_CASE(name)

@@ -61,31 +61,32 @@ inline value parse_json(std::string_view text, json_limits limits = {}) {
     return v;
 }
 
+namespace detail {
+template <class Root>
+void serialize_root(const Root& v, std::string& out, error_code& ec, std::string& why, json_limits limits) {
+    ec = {};
+    why.clear();
+    out.clear();
+    if (!write_json(v, out, limits.max_depth, why)) {
+        out.clear();
+        ec = make_error_code(errc::invalid_argument);
+    }
+}
+} // namespace detail
+
 /// Writes `v` into `out` (replacing its contents) as Python's json.dumps(v)
 /// would. On failure `out` is empty, ec is errc::invalid_argument and `why`
 /// names the JSON path, e.g. `the string at $["a"][3] is not valid UTF-8
 /// (byte 5 of the string)`, or the depth limit.
 inline void serialize_json(const value& v, std::string& out, error_code& ec, std::string& why,
                            json_limits limits = {}) {
-    ec = {};
-    why.clear();
-    out.clear();
-    if (!detail::write_json(v, out, limits.max_depth, why)) {
-        out.clear();
-        ec = make_error_code(errc::invalid_argument);
-    }
+    detail::serialize_root(v, out, ec, why, limits);
 }
 
 /// The same for an object (a state part), without copying it into a value.
 inline void serialize_json(const object& o, std::string& out, error_code& ec, std::string& why,
                            json_limits limits = {}) {
-    ec = {};
-    why.clear();
-    out.clear();
-    if (!detail::write_json(o, out, limits.max_depth, why)) {
-        out.clear();
-        ec = make_error_code(errc::invalid_argument);
-    }
+    detail::serialize_root(o, out, ec, why, limits);
 }
 
 /// Throwing form: chstate::error with errc::invalid_argument.

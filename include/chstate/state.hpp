@@ -111,7 +111,8 @@ struct state {
             return std::nullopt;
         };
         if (!v.is_object())
-            return fail("state JSON must be an object of the form {\"completed\": {...}, \"partial\": {...}}");
+            return fail("state \"" + state_id + "\": the state JSON must be an object of the form "
+                        "{\"completed\": {...}, \"partial\": {...}}");
         state s;
         s.state_id = std::move(state_id);
         for (const auto& [key, part] : v.get_object()) {
@@ -121,12 +122,13 @@ struct state {
             else if (key == "partial")
                 target = &s.partial_state;
             else
-                return fail("unexpected key \"" + key +
-                            "\" in state JSON (expected only \"completed\" and \"partial\")");
+                return fail("state \"" + s.state_id + "\": unexpected key \"" + key +
+                            "\" in the state JSON (expected only \"completed\" and \"partial\")");
             if (part.is_null())
                 continue;
             if (!part.is_object())
-                return fail("\"" + key + "\" must be a JSON object");
+                return fail("state \"" + s.state_id + "\": \"" + key + "\" must be a JSON object (it is " +
+                            std::string(to_string(part.kind())) + ")");
             *target = part.get_object();
         }
         return s;
@@ -149,7 +151,8 @@ struct state {
         // One level more than a part may have: the form wraps the parts.
         value v = parse_json(text, ec, why, json_limits{json_limits{}.max_depth + 1});
         if (ec)
-            throw error(make_error_code(errc::invalid_argument), "state JSON does not parse: " + why);
+            throw error(make_error_code(errc::invalid_argument),
+                        "state \"" + state_id + "\": the state JSON does not parse: " + why);
         return from_json(std::move(state_id), v);
     }
 

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace chstate::detail {
 
@@ -72,6 +73,16 @@ inline std::string escape_parameter_value(const std::optional<std::string>& v) {
     return out;
 }
 
+/// The same for a typed parameter. An array's value is its text form
+/// (`['a','b\'c']`, built with quote_string), which the engine parses as
+/// it stands — in a TSV field too: quoting already escapes every tab,
+/// newline and backslash, and escaping it again would change the elements.
+inline std::string escape_parameter_value(const parameter& p) {
+    if (p.value && p.type.starts_with("Array("))
+        return *p.value;
+    return escape_parameter_value(p.value);
+}
+
 /// One TabSeparated field: the bytes escaped so that the engine reads
 /// back exactly `v`; nullopt is NULL (\N).
 inline void append_tsv_field(std::string& out, const std::optional<std::string>& v) {
@@ -105,21 +116,20 @@ inline bool glob_matches_all(std::string_view glob) {
     return glob.empty() || glob == "*";
 }
 
-/// Replaces each {name:Type} placeholder in stmt.sql by the quoted literal of
-/// its value, for servers without query parameters. Numbers are validated,
-/// strings quoted; an unknown placeholder is an error.
-inline error_code inline_parameters(statement& stmt, diagnostics& diag) {
-    std::string out;
-    out.reserve(stmt.sql.size() + 64);
-    std::string_view sql = stmt.sql;
+/// Walks `sql`: on_text(run) for text between placeholders, and
+/// on_placeholder(name) for each {name:Type}, which must be bound in
+/// `params`. The one place placeholders are recognised.
+template <class OnText, class OnPlaceholder>
+error_code for_each_placeholder(std::string_view sql, const std::vector<parameter>& params, OnText on_text,
+                                OnPlaceholder on_placeholder, diagnostics& diag) {
     std::size_t pos = 0;
     while (pos < sql.size()) {
         std::size_t open = sql.find('{', pos);
         if (open == std::string_view::npos) {
-            out.append(sql.substr(pos));
+            on_text(sql.substr(pos));
             break;
         }
-        out.append(sql.substr(pos, open - pos));
+        on_text(sql.substr(pos, open - pos));
         std::size_t close = sql.find('}', open);
         std::size_t colon = sql.find(':', open);
         if (close == std::string_view::npos || colon == std::string_view::npos || colon > close) {
@@ -127,31 +137,48 @@ inline error_code inline_parameters(statement& stmt, diagnostics& diag) {
             return make_error_code(errc::invalid_argument);
         }
         std::string_view name = sql.substr(open + 1, colon - open - 1);
-        const parameter* p = nullptr;
-        for (const auto& candidate : stmt.parameters)
+        const parameter* bound = nullptr;
+        for (const auto& candidate : params)
             if (candidate.name == name)
-                p = &candidate;
-        if (!p) {
+                bound = &candidate;
+        if (!bound) {
             diag.message = "no value bound for placeholder " + std::string(name);
             return make_error_code(errc::invalid_argument);
         }
-        if (!p->value) {
-            out += "NULL";
-        } else if (p->type.starts_with("Array(")) {
-            out += *p->value; // built by the store from quoted literals
-        } else if (p->type.starts_with("UInt") || p->type.starts_with("Int")) {
-            std::int64_t n = 0;
-            auto [end, ec] = std::from_chars(p->value->data(), p->value->data() + p->value->size(), n);
-            if (ec != std::errc{} || end != p->value->data() + p->value->size()) {
-                diag.message = "parameter " + p->name + " is not an integer";
-                return make_error_code(errc::invalid_argument);
-            }
-            out += *p->value;
-        } else {
-            out += quote_string(*p->value);
-        }
+        if (auto ec = on_placeholder(*bound))
+            return ec;
         pos = close + 1;
     }
+    return {};
+}
+
+/// Replaces each {name:Type} placeholder in stmt.sql by the quoted literal of
+/// its value, for servers without query parameters. Numbers are validated,
+/// strings quoted; an unknown placeholder is an error.
+inline error_code inline_parameters(statement& stmt, diagnostics& diag) {
+    std::string out;
+    out.reserve(stmt.sql.size() + 64);
+    auto literal = [&](const parameter& p) -> error_code {
+        if (!p.value) {
+            out += "NULL";
+        } else if (p.type.starts_with("Array(")) {
+            out += *p.value; // built by the store from quoted literals
+        } else if (p.type.starts_with("UInt") || p.type.starts_with("Int")) {
+            std::int64_t n = 0;
+            auto [end, ec] = std::from_chars(p.value->data(), p.value->data() + p.value->size(), n);
+            if (ec != std::errc{} || end != p.value->data() + p.value->size()) {
+                diag.message = "parameter " + p.name + " is not an integer";
+                return make_error_code(errc::invalid_argument);
+            }
+            out += *p.value;
+        } else {
+            out += quote_string(*p.value);
+        }
+        return {};
+    };
+    if (auto ec = for_each_placeholder(stmt.sql, stmt.parameters, [&](std::string_view run) { out.append(run); },
+                                       literal, diag))
+        return ec;
     stmt.sql = std::move(out);
     stmt.parameters.clear();
     return {};
@@ -183,35 +210,17 @@ inline error_code bind_parameters_as_table(const statement& stmt, std::string_vi
             sql = values_as_select;
         }
     }
-    std::size_t pos = 0;
-    while (pos < sql.size()) {
-        std::size_t open = sql.find('{', pos);
-        if (open == std::string_view::npos) {
-            out.sql.append(sql.substr(pos));
-            break;
-        }
-        out.sql.append(sql.substr(pos, open - pos));
-        std::size_t close = sql.find('}', open);
-        std::size_t colon = sql.find(':', open);
-        if (close == std::string_view::npos || colon == std::string_view::npos || colon > close) {
-            diag.message = "malformed placeholder in statement";
-            return make_error_code(errc::invalid_argument);
-        }
-        std::string_view name = sql.substr(open + 1, colon - open - 1);
-        bool bound = false;
-        for (const auto& p : stmt.parameters)
-            bound = bound || p.name == name;
-        if (!bound) {
-            diag.message = "no value bound for placeholder " + std::string(name);
-            return make_error_code(errc::invalid_argument);
-        }
+    auto subquery = [&](const parameter& p) -> error_code {
         out.sql += "(SELECT ";
-        out.sql += name;
+        out.sql += p.name;
         out.sql += " FROM ";
         out.sql += table;
         out.sql += ')';
-        pos = close + 1;
-    }
+        return {};
+    };
+    if (auto ec = for_each_placeholder(sql, stmt.parameters, [&](std::string_view run) { out.sql.append(run); },
+                                       subquery, diag))
+        return ec;
     for (std::size_t i = 0; i < stmt.parameters.size(); ++i) {
         const parameter& p = stmt.parameters[i];
         if (i) {
@@ -219,7 +228,7 @@ inline error_code bind_parameters_as_table(const statement& stmt, std::string_vi
             out.row += '\t';
         }
         out.structure += p.name + " " + p.type;
-        out.row += escape_parameter_value(p.value);
+        out.row += escape_parameter_value(p);
     }
     out.row += '\n';
     return {};

@@ -264,7 +264,7 @@ private:
         std::vector<std::size_t> names_n, values_n;
         values.reserve(stmt.parameters.size());
         for (const auto& p : stmt.parameters) {
-            values.push_back(detail::escape_parameter_value(p.value));
+            values.push_back(detail::escape_parameter_value(p));
             names_p.push_back(p.name.data());
             names_n.push_back(p.name.size());
         }

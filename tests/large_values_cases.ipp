@@ -1,0 +1,62 @@
+// No size limits of chstate's making (README "Exact values"): a 1 MiB state
+// id and a 100 MB state through every operation. Included in the embedded
+// and server suites, after contract_cases.ipp.
+
+TEST_CASE("large values: a 1 MiB state id and a 100 MB state through every operation") {
+    store_under_test t;
+    t.store.ensure_schema();
+    std::size_t mb = 100;
+    if (const char* e = std::getenv("CHSTATE_LARGE_STATE_MB")) // to measure smaller runs by hand
+        mb = std::stoul(e);
+    // A 1 MiB id of every byte value but NUL-free runs of text, and one of 300 KB.
+    std::string id(1 << 20, 'i');
+    for (std::size_t i = 0; i < id.size(); i += 997)
+        id[i] = static_cast<char>(1 + i % 255);
+    const std::string id2 = "second:" + std::string(300 << 10, 'j');
+    // ~mb MB of JSON: 1 MB strings with escapes, and a few exact numbers.
+    state big{id, {}, {}};
+    array rows;
+    std::string chunk(1 << 20, 'x');
+    for (std::size_t i = 0; i < chunk.size(); i += 4096)
+        chunk.replace(i, 4, "\"\\\n\t");
+    for (std::size_t i = 0; i < mb; ++i)
+        rows.push_back(chunk);
+    big.completed_state["rows"] = std::move(rows);
+    big.completed_state["t"] = 1700000000.8702567;
+    big.partial_state["n"] = big_integer("18446744073709551616");
+
+    t.store.set(big);
+    CHECK(t.store.get(id) == big);
+    // update: incomplete (reads, merges, writes back) under the strict or seed lock.
+    state written = t.store.update(state{id, object{{"more", 1}}, {}});
+    CHECK(written.completed_state == big.completed_state);
+    CHECK(written.partial_state.size() == 2);
+    CHECK(t.store.get(id) == written);
+    t.store.copy(id, id2);
+    auto copied = t.store.get(id2);
+    REQUIRE(copied);
+    CHECK(copied->partial_state == written.partial_state);
+    CHECK(copied->completed_state == written.completed_state);
+    auto merged = t.store.merge(id2, id);
+    CHECK(merged.completed_state == big.completed_state);
+    std::vector<std::string> ids = t.store.state_ids("*");
+    CHECK(ids == std::vector<std::string>{id, id2});
+    std::uint64_t seen = 0;
+    t.store.get_all([&](state&& s) {
+        ++seen;
+        CHECK(s.completed_state == big.completed_state);
+    });
+    CHECK(seen == 2);
+    t.store.move(id2, id2 + "/moved");
+    CHECK_FALSE(t.store.get(id2));
+    t.store.set_all({big, state{id2, {}, object{{"small", true}}}});
+    CHECK(t.store.get(id) == big);
+    t.store.clear(id);
+    CHECK_FALSE(t.store.get(id));
+    t.store.delete_state(id2 + "/moved");
+    CHECK(t.store.state_ids("*") == std::vector<std::string>{id2});
+    auto lease = t.store.acquire_lock(id);
+    t.store.set(lease, big);
+    lease.release();
+    CHECK(t.store.get(id) == big);
+}
