@@ -5,9 +5,11 @@
 #include <chstate/detail/rows.hpp>
 #include <chstate/detail/server_error.hpp>
 #include <chstate/detail/statements.hpp>
+#include <chstate/transport/http.hpp>
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <map>
 
 using namespace chstate;
@@ -449,6 +451,459 @@ TEST_CASE("config: environment overrides win over the URI") {
     config::from_environment(lookup, ec, d);
     CHECK(ec == errc::invalid_configuration);
     CHECK(d.message.find("PORT") != std::string::npos);
+}
+
+// ---- configuration: hostile values ----------------------------------------------------
+
+namespace {
+/// The control characters: 0x00–0x1F and 0x7F.
+std::vector<char> control_characters() {
+    std::vector<char> out;
+    for (int c = 0; c < 0x20; ++c)
+        out.push_back(static_cast<char>(c));
+    out.push_back(static_cast<char>(0x7F));
+    return out;
+}
+
+std::string percent(char c) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    const auto u = static_cast<unsigned char>(c);
+    return std::string("%") + hex[u >> 4] + hex[u & 15];
+}
+
+struct uri_result {
+    error_code ec;
+    std::string message;
+};
+
+uri_result parse_uri(const std::string& uri) {
+    uri_result r;
+    diagnostics d;
+    config::from_uri(uri, r.ec, d);
+    r.message = d.message;
+    return r;
+}
+
+environment_lookup lookup_in(const std::map<std::string, std::string>& env) {
+    return [&env](const char* k) -> std::optional<std::string> {
+        auto it = env.find(k);
+        return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+}
+
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+}
+
+TEST_CASE("config: the issue's header injection through the password is refused, value unshown") {
+    auto r = parse_uri("clickhouse://u:a%0D%0AX-Injected%3A%201@host:27432/default");
+    CHECK(r.ec == errc::invalid_configuration);
+    CHECK(contains(r.message, "password"));
+    CHECK_FALSE(contains(r.message, "X-Injected"));
+    CHECK_FALSE(contains(r.message, "\r"));
+    CHECK_FALSE(contains(r.message, "0x0D")); // not even the byte, for a password
+}
+
+TEST_CASE("config: every control character in every URI setting is refused, naming the setting") {
+    for (char ch : control_characters()) {
+        const std::string c = percent(ch);
+        CAPTURE(static_cast<int>(static_cast<unsigned char>(ch)));
+        struct probe {
+            std::string uri, names, hidden;
+        };
+        const probe probes[] = {
+            {"clickhouse://ali" + c + "ce:pw@h/db", "the user", "ali"},
+            {"clickhouse://u:hun" + c + "ter2@h/db", "the password", "hun"},
+            {"clickhouse://u:p@ho" + c + "st/db", "the host", ""},
+            {"clickhouse://u:p@h/d" + c + "b", "the database", ""},
+            {"clickhouse://u:p@h/db?schema=s" + c + "x", "parameter schema", ""},
+            {"clickhouse://u:p@h/db?table=t" + c + "x", "parameter table", ""},
+            {"chdb:///var/li" + c + "b/state", "the data folder", ""},
+            {"chdb:rel/dir?schema=s" + c + "x", "parameter schema", ""},
+            {"chdb:rel/dir?table=t" + c + "x", "parameter table", ""},
+        };
+        for (const auto& p : probes) {
+            CAPTURE(p.uri);
+            auto r = parse_uri(p.uri);
+            CHECK(r.ec == errc::invalid_configuration);
+            CHECK(contains(r.message, p.names));
+            CHECK(contains(r.message, "control character"));
+            CHECK(detail::find_control_character(r.message) == std::string::npos);
+            if (!p.hidden.empty())
+                CHECK_FALSE(contains(r.message, p.hidden));
+        }
+    }
+    // The printable neighbours pass.
+    auto ok = config::from_uri("clickhouse://al%20ice:p%C3%A4ss%20w@h/d%20b?schema=s%7Ex&table=t%C3%A9");
+    CHECK(ok.user == "al ice");
+    CHECK(ok.password == "p\xC3\xA4ss w");
+    CHECK(ok.database == "d b");
+}
+
+TEST_CASE("config: a control character in an environment override is refused, naming the variable") {
+    const char* keys[] = {"HOST", "USER", "PASSWORD", "DATABASE", "SCHEMA", "TABLE"};
+    for (char ch : control_characters()) {
+        CAPTURE(static_cast<int>(static_cast<unsigned char>(ch)));
+        for (const char* key : keys) {
+            CAPTURE(key);
+            const std::string var = std::string("MELTANO_STATE_BACKEND_CLICKHOUSE_") + key;
+            std::map<std::string, std::string> env{{"MELTANO_STATE_BACKEND_URI", "clickhouse://u:p@h:8123/db"},
+                                                   {var, std::string("secr") + ch + "etvalue"}};
+            error_code ec;
+            diagnostics d;
+            config::from_environment(lookup_in(env), ec, d);
+            CHECK(ec == errc::invalid_configuration);
+            CHECK(contains(d.message, var));
+            CHECK_FALSE(contains(d.message, "secr"));
+            CHECK_FALSE(contains(d.message, "etvalue"));
+            CHECK(detail::find_control_character(d.message) == std::string::npos);
+        }
+    }
+    // Through the URI, the message says where it came from.
+    std::map<std::string, std::string> env{{"MELTANO_STATE_BACKEND_URI", "clickhouse://u:p%0A@h/db"}};
+    error_code ec;
+    diagnostics d;
+    config::from_environment(lookup_in(env), ec, d);
+    CHECK(ec == errc::invalid_configuration);
+    CHECK(contains(d.message, "MELTANO_STATE_BACKEND_URI"));
+    CHECK(contains(d.message, "password"));
+}
+
+TEST_CASE("config: make_http_options refuses a hand-made config with a control character") {
+    config c;
+    c.password = "a\r\nX-Injected: 1";
+    error_code ec;
+    diagnostics d;
+    make_http_options(c, ec, d);
+    CHECK(ec == errc::invalid_configuration);
+    CHECK(contains(d.message, "config.password"));
+    CHECK_FALSE(contains(d.message, "X-Injected"));
+    CHECK_THROWS_AS(make_http_options(c), chstate::error);
+    c.password = "fine";
+    c.user = "u\n";
+    make_http_options(c, ec, d);
+    CHECK(contains(d.message, "config.user"));
+    c.user = "u";
+    c.host = "h\rX: 1";
+    make_http_options(c, ec, d);
+    CHECK(contains(d.message, "config.host"));
+    c.host = "h";
+    c.database = std::string("d\0b", 3);
+    make_http_options(c, ec, d);
+    CHECK(contains(d.message, "config.database"));
+    c.database = "db";
+    auto o = make_http_options(c, ec, d);
+    CHECK_FALSE(ec);
+    CHECK(o.password == "fine");
+}
+
+TEST_CASE("config: chdb://dir/… (a URI authority) is refused, saying what to write") {
+    auto r = parse_uri("chdb://relative/dir");
+    CHECK(r.ec == errc::invalid_configuration);
+    CHECK(contains(r.message, "chdb:relative/dir"));
+    CHECK(contains(r.message, "chdb:///absolute/dir"));
+    auto other = parse_uri("chdb://pipeline/state?table=t");
+    CHECK(other.ec == errc::invalid_configuration);
+    CHECK(contains(other.message, "write chdb:pipeline/state for a folder relative"));
+    CHECK(parse_uri("chdb://u:secretpw@x/dir").message.find("secretpw") == std::string::npos);
+    CHECK(parse_uri("chdb://localhost/var/lib").ec == errc::invalid_configuration);
+    // The documented forms still work.
+    CHECK(config::from_uri("chdb:relative/dir").embedded_path == "relative/dir");
+    CHECK(config::from_uri("chdb:///absolute/dir").embedded_path == "/absolute/dir");
+    CHECK(config::from_uri("chdb:/absolute/dir").embedded_path == "/absolute/dir");
+}
+
+TEST_CASE("config: an invalid port is reported as written") {
+    CHECK(parse_uri("clickhouse://u:p@host:abc/db").message ==
+          "clickhouse URI has an invalid port \"abc\" (expected 1–65535)");
+    CHECK(parse_uri("clickhouse://u:p@host:0/db").message ==
+          "clickhouse URI has an invalid port \"0\" (expected 1–65535)");
+    CHECK(parse_uri("clickhouse://u:p@host:65536/db").message ==
+          "clickhouse URI has an invalid port \"65536\" (expected 1–65535)");
+    CHECK(parse_uri("clickhouse://u:p@host:/db").message ==
+          "clickhouse URI has an invalid port \"\" (expected 1–65535)");
+    CHECK(parse_uri("clickhouse://u:p@[::1]:8x/db").message ==
+          "clickhouse URI has an invalid port \"8x\" (expected 1–65535)");
+    CHECK(parse_uri("clickhouse://u:p@host:12abc?secure=true").message ==
+          "clickhouse URI has an invalid port \"12abc\" (expected 1–65535)");
+    CHECK(parse_uri("clickhouse://u:p@host:abc/db").ec == errc::invalid_configuration);
+    CHECK(config::from_uri("clickhouse://u:p@host:65535/db").port == 65535);
+    CHECK(config::from_uri("clickhouse://u:p@host:1/db").port == 1);
+    // A '/' in an unencoded password: the text that looks like a port is not shown.
+    auto slash = parse_uri("clickhouse://u:hun/ter2@host/db");
+    CHECK(slash.ec == errc::invalid_configuration);
+    CHECK_FALSE(contains(slash.message, "hun"));
+    CHECK(contains(slash.message, "percent-encode"));
+    auto hidden = parse_uri("clickhouse://u:p@host:hun/ter2@x/db");
+    CHECK(hidden.ec == errc::invalid_configuration);
+    CHECK_FALSE(contains(hidden.message, "hun"));
+    // The environment's port, likewise.
+    for (const char* bad : {"eighty", "0", "65536", "", "-1", "80 "}) {
+        CAPTURE(bad);
+        std::map<std::string, std::string> env{{"MELTANO_STATE_BACKEND_CLICKHOUSE_PORT", bad}};
+        error_code ec;
+        diagnostics d;
+        config::from_environment(lookup_in(env), ec, d);
+        CHECK(ec == errc::invalid_configuration);
+        CHECK(d.message == std::string("MELTANO_STATE_BACKEND_CLICKHOUSE_PORT is not a port number: \"") + bad +
+                               "\" (expected 1–65535)");
+    }
+}
+
+TEST_CASE("config: IPv6 hosts are kept bare and printed in brackets") {
+    auto c = config::from_uri("clickhouse://u:p@[::1]:8123/db");
+    CHECK(c.host == "::1");
+    CHECK(c.port == 8123);
+    CHECK(c.redacted_uri() == "clickhouse://u:***@[::1]:8123/db");
+    auto full = config::from_uri("clickhouse://u@[2001:db8::7]/db");
+    CHECK(full.host == "2001:db8::7");
+    CHECK(full.redacted_uri() == "clickhouse://u@[2001:db8::7]:8123/db");
+    CHECK(config::from_uri("clickhouse://u@127.0.0.1:9/db").redacted_uri() == "clickhouse://u@127.0.0.1:9/db");
+    CHECK(detail::host_port("::1", 27432) == "[::1]:27432");
+    CHECK(detail::host_port("[::1]", 27432) == "[::1]:27432");
+    CHECK(detail::host_port("db.example", 1) == "db.example:1");
+    CHECK(detail::host_port("10.0.0.1", 8123) == "10.0.0.1:8123");
+    for (const char* host : {"::1", "[::1]"}) {
+        std::map<std::string, std::string> env{{"MELTANO_STATE_BACKEND_CLICKHOUSE_HOST", host},
+                                               {"MELTANO_STATE_BACKEND_CLICKHOUSE_PORT", "27432"}};
+        auto e = config::from_environment(lookup_in(env));
+        CHECK(e.host == "::1");
+        CHECK(e.redacted_uri() == "clickhouse://default@[::1]:27432/default");
+        CHECK(make_http_options(e).host == "::1");
+    }
+}
+
+// ---- http request -------------------------------------------------------------------------
+
+namespace {
+/// A one-connection HTTP server on a loopback address: keeps the request it
+/// receives (head and Content-Length body), answers with `reply`, closes.
+class fake_http_server {
+public:
+    /// False when the address cannot be bound (no IPv6 loopback, say).
+    bool start(const asio::ip::address& address, std::string reply) {
+        reply_ = std::move(reply);
+        asio::ip::tcp::endpoint ep(address, 0);
+        error_code ec;
+        acceptor_.open(ep.protocol(), ec);
+        if (!ec)
+            acceptor_.bind(ep, ec);
+        if (!ec)
+            acceptor_.listen(8, ec);
+        if (ec)
+            return false;
+        port_ = acceptor_.local_endpoint().port();
+        acceptor_.async_accept(socket_, [this](error_code aec) {
+            if (aec)
+                return;
+            ++accepted_;
+            read_more();
+        });
+        thread_ = std::thread([this] { io_.run(); });
+        return true;
+    }
+    std::uint16_t port() const { return port_; }
+    /// Stops the server; afterwards received() and accepted() are final.
+    void stop() {
+        asio::post(io_, [this] {
+            error_code ignored;
+            acceptor_.close(ignored);
+            socket_.close(ignored);
+        });
+        if (thread_.joinable())
+            thread_.join();
+    }
+    const std::string& received() const { return received_; }
+    int accepted() const { return accepted_; }
+    ~fake_http_server() { stop(); }
+
+private:
+    void read_more() {
+        socket_.async_read_some(asio::buffer(buf_), [this](error_code ec, std::size_t n) {
+            if (ec)
+                return;
+            received_.append(buf_.data(), n);
+            auto head_end = received_.find("\r\n\r\n");
+            if (head_end == std::string::npos)
+                return read_more();
+            std::size_t length = 0;
+            std::string lower = received_.substr(0, head_end);
+            std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+            if (auto at = lower.find("\r\ncontent-length: "); at != std::string::npos)
+                length = std::stoul(lower.substr(at + 18));
+            if (received_.size() < head_end + 4 + length)
+                return read_more();
+            asio::async_write(socket_, asio::buffer(reply_), [this](error_code, std::size_t) {
+                error_code ignored;
+                socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+                socket_.close(ignored);
+            });
+        });
+    }
+
+    asio::io_context io_;
+    asio::ip::tcp::acceptor acceptor_{io_};
+    asio::ip::tcp::socket socket_{io_};
+    std::array<char, 4096> buf_{};
+    std::string reply_, received_;
+    int accepted_ = 0;
+    std::uint16_t port_ = 0;
+    std::thread thread_;
+};
+
+struct http_outcome {
+    error_code ec;
+    std::string message, data;
+};
+
+/// Runs one statement on an http_transport with `options`.
+http_outcome run_http(http_options options) {
+    asio::io_context io;
+    http_transport t(io.get_executor(), std::move(options));
+    statement stmt{"SELECT 1", {}, "TabSeparated", {}, true};
+    http_outcome out;
+    diagnostics d;
+    bool done = false;
+    t.async_execute(
+        stmt,
+        [&](std::string_view chunk) {
+            out.data.append(chunk);
+            return error_code{};
+        },
+        d, [&](error_code ec) {
+            out.ec = ec;
+            done = true;
+        });
+    io.run_for(std::chrono::seconds(20));
+    CHECK(done);
+    out.message = d.message;
+    return out;
+}
+
+std::string http_reply(std::string status, std::string body, std::string extra_headers = {}) {
+    return "HTTP/1.1 " + status + "\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\nConnection: close\r\n" + extra_headers + "\r\n" + body;
+}
+
+const auto loopback = asio::ip::make_address("127.0.0.1");
+}
+
+TEST_CASE("http: a control character in host, user, password or database is refused before any byte is sent") {
+    fake_http_server server;
+    REQUIRE(server.start(loopback, http_reply("200 OK", "1\n")));
+    for (char ch : control_characters()) {
+        CAPTURE(static_cast<int>(static_cast<unsigned char>(ch)));
+        const std::string bad = std::string("a") + ch + "X-Injected: 1";
+        struct probe {
+            std::string http_options::*field;
+            const char* name;
+        };
+        for (auto p : {probe{&http_options::user, "http_options.user"},
+                       probe{&http_options::password, "http_options.password"},
+                       probe{&http_options::database, "http_options.database"}}) {
+            CAPTURE(p.name);
+            http_options o{.host = "127.0.0.1", .port = server.port()};
+            o.*p.field = bad;
+            auto r = run_http(o);
+            CHECK(r.ec == errc::invalid_configuration);
+            CHECK(contains(r.message, p.name));
+            CHECK_FALSE(contains(r.message, "X-Injected"));
+        }
+        // The host: 127.0.0.1 followed by a header.
+        auto r = run_http({.host = "127.0.0.1" + std::string(1, ch) + "X-Injected: 1", .port = server.port()});
+        CHECK(r.ec == errc::invalid_configuration);
+        CHECK(contains(r.message, "http_options.host"));
+    }
+    CHECK(run_http({.host = "", .port = server.port()}).ec == errc::invalid_configuration);
+    CHECK(run_http({.host = "127.0.0.1", .port = 0}).ec == errc::invalid_configuration);
+    server.stop();
+    CHECK(server.accepted() == 0);
+    CHECK(server.received().empty());
+}
+
+TEST_CASE("http: the Host header and the headers carry the options as given; IPv6 in brackets") {
+    {
+        fake_http_server server;
+        REQUIRE(server.start(loopback, http_reply("200 OK", "1\n")));
+        auto r = run_http({.host = "127.0.0.1", .port = server.port(), .database = "d\xC3\xA9 b",
+                           .user = "us er", .password = "p\xC3\xA4ss"});
+        CHECK_FALSE(r.ec);
+        CHECK(r.data == "1\n");
+        server.stop();
+        const std::string& req = server.received();
+        CHECK(contains(req, "\r\nHost: 127.0.0.1:" + std::to_string(server.port()) + "\r\n"));
+        CHECK(contains(req, "\r\nX-ClickHouse-User: us er\r\n"));
+        CHECK(contains(req, "\r\nX-ClickHouse-Key: p\xC3\xA4ss\r\n"));
+        CHECK(contains(req, "database=d%C3%A9%20b"));
+    }
+    fake_http_server server6;
+    if (!server6.start(asio::ip::make_address("::1"), http_reply("200 OK", "1\n"))) {
+        MESSAGE("no IPv6 loopback here: the Host header's brackets are checked through detail::host_port only");
+        return;
+    }
+    auto r = run_http({.host = "::1", .port = server6.port()});
+    server6.stop();
+    if (r.ec == errc::connection_failed) {
+        MESSAGE("cannot connect to [::1]: " << r.message);
+        return;
+    }
+    CHECK_FALSE(r.ec);
+    CHECK(contains(server6.received(), "\r\nHost: [::1]:" + std::to_string(server6.port()) + "\r\n"));
+}
+
+TEST_CASE("http: another server's error page reaches diagnostics bounded and printable") {
+    std::string page = "<!DOCTYPE html>\r\n<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\t\x01\x1b[31m";
+    for (int i = 0; i < 200; ++i)
+        page += "<p>Code: 12. upstream said DB::Exception-ish things, line " + std::to_string(i) + "</p>\n";
+    page += "</body></html>\n";
+    fake_http_server server;
+    REQUIRE(server.start(loopback, http_reply("502 Bad Gateway", page, "Content-Type: text/html\r\n")));
+    auto r = run_http({.host = "127.0.0.1", .port = server.port()});
+    CHECK(r.ec == errc::server_error); // no ClickHouse code mined from the page
+    CHECK(r.message.starts_with("HTTP status 502 Bad Gateway without a ClickHouse exception; the reply begins: "
+                                "<!DOCTYPE html> <html> <head><title>502 Bad Gateway</title></head> <body> [31m"));
+    CHECK(r.message.size() <= 450);
+    CHECK(r.message.ends_with("…"));
+    CHECK(detail::find_control_character(r.message) == std::string::npos);
+}
+
+TEST_CASE("http: ClickHouse's own exception text stays whole") {
+    const std::string text = "Code: 60. DB::Exception: Table meltano.state does not exist. " + std::string(600, 'x') +
+                             " (UNKNOWN_TABLE) (version 24.8.1.1)";
+    fake_http_server server;
+    REQUIRE(server.start(loopback, http_reply("404 Not Found", text + "\n", "X-ClickHouse-Exception-Code: 60\r\n")));
+    auto r = run_http({.host = "127.0.0.1", .port = server.port()});
+    CHECK(r.ec == make_clickhouse_error(60));
+    CHECK(r.message == text);
+}
+
+TEST_CASE("http: read_error_reply tells ClickHouse's exceptions from other bodies") {
+    const std::string old_text = "Code: 516, e.displayText() = DB::Exception: default: Authentication failed\n";
+    auto old = detail::read_error_reply(500, "Internal Server Error", std::nullopt, old_text);
+    CHECK(old.code == 516);
+    CHECK(old.message == "Code: 516, e.displayText() = DB::Exception: default: Authentication failed");
+    auto header_only = detail::read_error_reply(500, "", std::string_view("81"), "");
+    CHECK(header_only.code == 81);
+    CHECK(header_only.message == "HTTP status 500");
+    auto proxy = detail::read_error_reply(403, "Forbidden", std::nullopt, "<h1>Code: 403. Forbidden</h1>");
+    CHECK_FALSE(proxy.code);
+    CHECK(proxy.message == "HTTP status 403 Forbidden without a ClickHouse exception; the reply begins: "
+                           "<h1>Code: 403. Forbidden</h1>");
+    auto empty = detail::read_error_reply(502, "Bad\x01Gateway", std::nullopt, "");
+    CHECK(empty.message == "HTTP status 502 Bad Gateway without a ClickHouse exception");
+    auto big = detail::read_error_reply(500, "", std::nullopt, std::string(100000, 'y'));
+    CHECK(big.message.size() < 400);
+}
+
+TEST_CASE("http: printable_excerpt bounds, cleans and cuts between characters") {
+    CHECK(detail::printable_excerpt("  a\r\n\tb\x7f\x01 c \n") == "a b c");
+    CHECK(detail::printable_excerpt("abcdef", 3) == "abc…");
+    CHECK(detail::printable_excerpt("abc", 3) == "abc");
+    CHECK(detail::printable_excerpt("ab\xC3\xA9", 3) == "ab…");  // é would be cut
+    CHECK(detail::printable_excerpt("a\xFF" "b\xC3") == "a?b?"); // not UTF-8
+    std::string all;
+    for (char ch : control_characters())
+        all += std::string("x") + ch;
+    CHECK(detail::printable_excerpt(all, 1000) == "x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x");
 }
 
 // ---- errors -----------------------------------------------------------------------------

@@ -3,16 +3,26 @@
 //   clickhouse://user:password@host:port/database?secure=true
 //       The HTTP interface. user and password are percent-decoded; a URI
 //       without a user or without a database is refused, naming what is
-//       missing. Port defaults to 8123.
+//       missing. Port defaults to 8123 (1–65535). An IPv6 host is written
+//       in brackets, clickhouse://u:p@[::1]:8123/db; config::host holds it
+//       without them ("::1").
 //   chdb:///absolute/dir      chdb:relative/dir
 //       The embedded engine (chDB), storing its data in that folder so
-//       state survives restarts.
+//       state survives restarts. chdb://dir/… (a URI authority) is refused:
+//       it would silently mean the folder /…, not dir/….
 //   Both accept ?schema=NAME&table=NAME (defaults meltano, state).
 //
 // config::from_environment() reads MELTANO_STATE_BACKEND_URI, then the
 // overrides MELTANO_STATE_BACKEND_CLICKHOUSE_{HOST,PORT,DATABASE,USER,
 // PASSWORD,SECURE,SCHEMA,TABLE}, which win over the URI. Error messages
 // never contain the password.
+//
+// No setting may contain a control character (0x00–0x1F, 0x7F): user,
+// password and host become HTTP header values, where CR/LF would let a
+// value inject headers, and no database, schema, table or folder name has
+// a use for one. Such a value is refused with errc::invalid_configuration
+// by from_uri, from_environment and make_http_options, naming the setting
+// but never showing a user's or password's value.
 #pragma once
 
 #include <chstate/clock.hpp>
@@ -31,8 +41,67 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace chstate {
+
+namespace detail {
+
+/// The offset of the first control character (0x00–0x1F, 0x7F) in `v`, or npos.
+inline std::size_t find_control_character(std::string_view v) noexcept {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const auto c = static_cast<unsigned char>(v[i]);
+        if (c < 0x20 || c == 0x7F)
+            return i;
+    }
+    return std::string_view::npos;
+}
+
+/// Refuses a setting that holds a control character: errc::invalid_configuration,
+/// the message naming `what`. The value never appears in the message; for a
+/// `secret` (a password) not even the offending byte or its offset does.
+inline error_code check_no_control_characters(std::string_view what, std::string_view value, bool secret,
+                                              diagnostics& diag) {
+    const auto at = find_control_character(value);
+    if (at == std::string_view::npos)
+        return {};
+    static constexpr char hex[] = "0123456789ABCDEF";
+    const auto c = static_cast<unsigned char>(value[at]);
+    diag.message = std::string(what) + " contains a control character";
+    if (secret) {
+        diag.message += " (not shown)";
+    } else {
+        diag.message += " (0x";
+        diag.message += hex[c >> 4];
+        diag.message += hex[c & 15];
+        diag.message += " at byte " + std::to_string(at) + ")";
+    }
+    diag.message += "; control characters (0x00–0x1F, 0x7F) are refused";
+    return make_error_code(errc::invalid_configuration);
+}
+
+/// A host is an IPv6 literal when it holds a ':' (a name or IPv4 address never does).
+inline bool is_ipv6_literal(std::string_view host) noexcept {
+    return host.find(':') != std::string_view::npos;
+}
+
+/// host:port as a URI authority or an HTTP Host header writes it: an IPv6
+/// literal in brackets ("[::1]:8123").
+inline std::string host_port(std::string_view host, std::uint16_t port) {
+    std::string out;
+    if (is_ipv6_literal(host) && !(host.size() >= 2 && host.front() == '[' && host.back() == ']')) {
+        out += '[';
+        out += host;
+        out += ']';
+    } else {
+        out += host;
+    }
+    out += ':';
+    out += std::to_string(port);
+    return out;
+}
+
+} // namespace detail
 
 using namespace std::chrono_literals;
 
@@ -137,22 +206,47 @@ struct config {
         std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char ch) { return std::tolower(ch); });
         if (scheme == "chdb") {
             c.engine = engine_kind::embedded;
+            // chdb://dir/sub has an authority ("dir") and the path "/sub": taken
+            // as it parses, it would silently mean the folder /sub. Guessing
+            // "relative dir/sub" would make chdb://x/y and chdb:///x/y differ by
+            // one slash only, so it is refused, saying what to write instead.
+            if (!u.encoded_authority().empty()) {
+                std::string relative = "chdb:relative/dir";
+                if (!u.has_userinfo() && !u.has_port())
+                    relative = "chdb:" + printable(std::string(u.host()) + std::string(u.path()), 200);
+                return fail("chdb URI has a host part, which is not a folder: write " + relative +
+                            " for a folder relative to the working directory, or chdb:///absolute/dir for an "
+                            "absolute one");
+            }
             c.embedded_path = u.path();
             if (c.embedded_path.empty())
                 return fail("chdb URI needs a data folder, e.g. chdb:///var/lib/pipeline-state");
         } else if (scheme == "clickhouse" || scheme == "http" || scheme == "https") {
             c.engine = engine_kind::http;
             c.secure = scheme == "https";
+            // An '@' after the authority: a '/', '?' or '#' in the password was
+            // not percent-encoded, so what precedes it is not what it seems.
+            const bool stray_at = uri.substr(authority_end(uri)).find('@') != std::string_view::npos;
+            const char* encode_hint =
+                stray_at ? "; percent-encode '/', '?', '#' and '@' in the user and password (e.g. %2F)" : "";
             if (!u.has_userinfo() || u.user().empty())
-                return fail("clickhouse URI has no user (expected clickhouse://user:password@host:port/database)");
+                return fail(std::string("clickhouse URI has no user (expected "
+                                        "clickhouse://user:password@host:port/database)") + encode_hint);
             c.user = u.user();
             c.password = u.password();
             if (u.host().empty())
                 return fail("clickhouse URI has no host");
-            c.host = u.host_address();
+            c.host = u.host_address(); // an IPv6 literal without its brackets
             if (u.has_port()) {
-                if (!parse_port(u.port(), c.port))
-                    return fail("clickhouse URI has an invalid port \"" + std::string(u.port()) + "\"");
+                // Boost.URL reads "host:abc/db" as an empty port and the path
+                // "abc/db": the port as written is taken from the URI text.
+                const std::string_view given = port_text(uri);
+                if (!parse_port(given, c.port)) {
+                    if (stray_at)
+                        return fail(std::string("clickhouse URI has an invalid port") + encode_hint);
+                    return fail("clickhouse URI has an invalid port \"" + printable(given, 40) +
+                                "\" (expected 1–65535)");
+                }
             } else {
                 c.port = 8123;
             }
@@ -169,17 +263,30 @@ struct config {
             std::string value = param.value;
             if (param.key == "secure") {
                 if (!parse_bool(value, c.secure))
-                    return fail("secure must be true or false, not \"" + value + "\"");
+                    return fail("secure must be true or false, not \"" + printable(value, 40) + "\"");
             } else if (param.key == "schema") {
                 c.store.schema = value;
             } else if (param.key == "table") {
                 c.store.table = value;
             } else {
-                return fail("unknown URI parameter \"" + param.key + "\" (known: secure, schema, table)");
+                return fail("unknown URI parameter \"" + printable(param.key, 40) +
+                            "\" (known: secure, schema, table)");
             }
         }
         if (c.store.schema.empty() || c.store.table.empty())
             return fail("schema and table must not be empty");
+        if (c.engine == engine_kind::embedded) {
+            ec = detail::check_no_control_characters("chdb URI: the data folder", c.embedded_path, false, diag);
+            if (!ec)
+                ec = check_names(c, "chdb URI: parameter schema", "chdb URI: parameter table", diag);
+        } else {
+            ec = check_http_settings(c,
+                                     {"clickhouse URI: the host", "clickhouse URI: the user",
+                                      "clickhouse URI: the password", "clickhouse URI: the database"},
+                                     diag);
+            if (!ec)
+                ec = check_names(c, "clickhouse URI: parameter schema", "clickhouse URI: parameter table", diag);
+        }
         return c;
     }
 
@@ -213,16 +320,31 @@ struct config {
         };
         const std::string prefix = "MELTANO_STATE_BACKEND_CLICKHOUSE_";
         auto get = [&](const char* key) { return env((prefix + key).c_str()); };
-        if (auto v = get("HOST")) c.host = *v;
+        // Every override is checked for control characters as it is read, so
+        // the message names the variable that holds one.
+        auto take = [&](const char* key, std::string& field, bool secret) {
+            auto v = get(key);
+            if (!v)
+                return true;
+            if ((ec = detail::check_no_control_characters(prefix + key, *v, secret, diag)))
+                return false;
+            field = std::move(*v);
+            return true;
+        };
+        if (!take("HOST", c.host, false))
+            return c;
+        // "[::1]" as in a URI: the host is kept without brackets.
+        if (c.host.size() >= 2 && c.host.front() == '[' && c.host.back() == ']')
+            c.host = c.host.substr(1, c.host.size() - 2);
         if (auto v = get("PORT"); v && !parse_port(*v, c.port))
-            return fail(prefix + "PORT is not a port number: \"" + *v + "\"");
-        if (auto v = get("DATABASE")) c.database = *v;
-        if (auto v = get("USER")) c.user = *v;
-        if (auto v = get("PASSWORD")) c.password = *v;
+            return fail(prefix + "PORT is not a port number: \"" + printable(*v, 40) + "\" (expected 1–65535)");
+        if (!take("DATABASE", c.database, false) || !take("USER", c.user, false) ||
+            !take("PASSWORD", c.password, true))
+            return c;
         if (auto v = get("SECURE"); v && !parse_bool(*v, c.secure))
-            return fail(prefix + "SECURE must be true or false, not \"" + *v + "\"");
-        if (auto v = get("SCHEMA")) c.store.schema = *v;
-        if (auto v = get("TABLE")) c.store.table = *v;
+            return fail(prefix + "SECURE must be true or false, not \"" + printable(*v, 40) + "\"");
+        if (!take("SCHEMA", c.store.schema, false) || !take("TABLE", c.store.table, false))
+            return c;
         if (c.store.schema.empty() || c.store.table.empty())
             return fail("schema and table must not be empty");
         return c;
@@ -240,11 +362,77 @@ struct config {
     std::string redacted_uri() const {
         if (engine == engine_kind::embedded)
             return "chdb:" + embedded_path;
-        return std::string("clickhouse://") + user + (password.empty() ? "" : ":***") + "@" + host + ":" +
-               std::to_string(port) + "/" + database + (secure ? "?secure=true" : "");
+        return std::string("clickhouse://") + user + (password.empty() ? "" : ":***") + "@" +
+               detail::host_port(host, port) + "/" + database + (secure ? "?secure=true" : "");
+    }
+
+    /// Names for the settings in check_http_settings' messages.
+    struct setting_names {
+        std::string_view host, user, password, database;
+    };
+
+    /// Refuses a host, user, password or database holding a control character
+    /// (they become HTTP header values or URL parameters): errc::invalid_configuration,
+    /// naming the setting (see check_no_control_characters). Used by from_uri,
+    /// from_environment and make_http_options.
+    static error_code check_http_settings(const config& c, const setting_names& names, diagnostics& diag) {
+        if (auto ec = detail::check_no_control_characters(names.host, c.host, false, diag))
+            return ec;
+        if (auto ec = detail::check_no_control_characters(names.user, c.user, false, diag))
+            return ec;
+        if (auto ec = detail::check_no_control_characters(names.password, c.password, true, diag))
+            return ec;
+        return detail::check_no_control_characters(names.database, c.database, false, diag);
     }
 
 private:
+    static error_code check_names(const config& c, std::string_view schema_name, std::string_view table_name,
+                                  diagnostics& diag) {
+        if (auto ec = detail::check_no_control_characters(schema_name, c.store.schema, false, diag))
+            return ec;
+        return detail::check_no_control_characters(table_name, c.store.table, false, diag);
+    }
+
+    /// `v` for a message: at most `limit` bytes, control characters as '?'.
+    static std::string printable(std::string_view v, std::size_t limit) {
+        std::string out(v.substr(0, limit));
+        for (char& ch : out)
+            if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F)
+                ch = '?';
+        if (v.size() > limit)
+            out += "…";
+        return out;
+    }
+
+    /// Where the authority of `uri` ends (the offset of the first '/', '?' or
+    /// '#' after "//"), or 0 when there is no "//".
+    static std::size_t authority_end(std::string_view uri) {
+        auto start = uri.find("//");
+        if (start == std::string_view::npos)
+            return 0;
+        auto end = uri.find_first_of("/?#", start + 2);
+        return end == std::string_view::npos ? uri.size() : end;
+    }
+
+    /// The port as written in `uri`: the text after the host's ':' up to
+    /// the end of the authority.
+    static std::string_view port_text(std::string_view uri) {
+        auto start = uri.find("//");
+        if (start == std::string_view::npos)
+            return {};
+        std::string_view auth = uri.substr(start + 2, authority_end(uri) - (start + 2));
+        if (auto at = auth.rfind('@'); at != std::string_view::npos)
+            auth.remove_prefix(at + 1);
+        if (!auth.empty() && auth.front() == '[') {
+            auto close = auth.find(']');
+            if (close == std::string_view::npos)
+                return {};
+            auth.remove_prefix(close + 1);
+        }
+        auto colon = auth.find(':');
+        return colon == std::string_view::npos ? std::string_view{} : auth.substr(colon + 1);
+    }
+
     static bool parse_port(std::string_view s, std::uint16_t& out) {
         unsigned v = 0;
         auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
