@@ -584,8 +584,8 @@ TEST_CASE("strict lock: a token the server deduplicates without a row is skipped
     auto schema = store.async_ensure_schema(asio::use_future);
     clock.run(ioc);
     schema.get();
-    server->record_deduplication_token("vacant.state_grant", "job/1");
-    server->record_deduplication_token("vacant.state_grant", "job/2");
+    server->record_deduplication_token("vacant.state_grant", "sha256:" + detail::sha256_hex("job") + "/1");
+    server->record_deduplication_token("vacant.state_grant", "sha256:" + detail::sha256_hex("job") + "/2");
     auto first = store.async_acquire_lock("job", asio::use_future);
     CHECK(clock.run(ioc) == duration::zero()); // no retry wait
     auto lease = first.get();

@@ -19,6 +19,8 @@
 #include <chstate/value.hpp>
 
 #include <cstddef>
+#include <concepts>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -32,6 +34,10 @@ struct json_limits {
     /// wrote it could not read it back with the same limits. (Python's own
     /// json module gives up near its recursion limit, about 1,000 levels.)
     std::size_t max_depth = 100000;
+    /// serialize_json refuses an integer with more digits: Python (3.11 and
+    /// later) reads at most 4,300 by default (sys.int_info.default_max_str_digits),
+    /// so Meltano could not read a state holding one. parse_json reads any.
+    std::size_t max_integer_digits = 4300;
 };
 
 /// Parses `text` (UTF-8) as Python's json.loads would. On failure returns
@@ -67,7 +73,7 @@ void serialize_root(const Root& v, std::string& out, error_code& ec, std::string
     ec = {};
     why.clear();
     out.clear();
-    if (!write_json(v, out, limits.max_depth, why)) {
+    if (!write_json(v, out, limits.max_depth, why, limits.max_integer_digits)) {
         out.clear();
         ec = make_error_code(errc::invalid_argument);
     }
@@ -98,6 +104,27 @@ inline std::string serialize_json(const value& v, json_limits limits = {}) {
     if (ec)
         throw error(ec, "cannot write JSON: " + why);
     return out;
+}
+
+/// Comparisons with Boost.JSON objects, as before chstate had its own (both
+/// sides convert implicitly, so without these `==` would be ambiguous):
+/// the Boost side is converted, and compared as chstate compares.
+inline bool operator==(const object& a, const boost::json::object& b) { return a == object(b); }
+inline bool operator==(const boost::json::object& a, const object& b) { return object(a) == b; }
+
+/// Writes the text serialize_json gives (Python's json.dumps); a value it
+/// refuses is written as the reason, in angle brackets.
+template <class Char, class Traits, class Json>
+    requires std::same_as<Json, value> || std::same_as<Json, object> || std::same_as<Json, array>
+std::basic_ostream<Char, Traits>& operator<<(std::basic_ostream<Char, Traits>& os, const Json& v) {
+    std::string text;
+    error_code ec;
+    std::string why;
+    if constexpr (std::same_as<Json, object>)
+        serialize_json(v, text, ec, why);
+    else
+        serialize_json(value(v), text, ec, why);
+    return os << (ec ? "<" + why + ">" : text);
 }
 
 } // namespace chstate

@@ -34,30 +34,37 @@ namespace chstate {
 namespace json = boost::json;
 
 /// Meltano's `merge(src, dest)`: merges `src` into `dest` in place and
-/// returns `dest`. Where src holds an object and dest holds a non-object
-/// under the same key, the object replaces it (Meltano itself would fail).
-/// A key already in dest keeps its position; new keys are appended, in
-/// src's order — as Python's dict assignment does. Iterative: any depth.
+/// returns `dest`. For each key of src, an object value is merged into
+/// dest[key] (created as {} when absent), anything else replaces dest[key].
+/// Where dest holds a non-object under the key: an empty object leaves it as
+/// it is (Python's merge iterates over nothing), a non-empty one replaces it
+/// (Meltano itself would fail). A key already in dest keeps its position;
+/// new keys are appended in src's order, as Python's dict does. Iterative:
+/// any depth. `src` may be part of `dest`.
 inline object& deep_merge(const object& src, object& dest) {
-    std::vector<std::pair<const object*, object*>> work{{&src, &dest}};
+    const object source = src; // src may live inside dest, which changes below
+    std::vector<std::pair<const object*, object*>> work{{&source, &dest}};
     while (!work.empty()) {
         auto [from, to] = work.back();
         work.pop_back();
         bool nested = false;
         for (const auto& [key, v] : *from) {
-            value& node = (*to)[key];
             if (v.is_object()) {
+                const value* existing = to->if_contains(key);
+                if (existing && !existing->is_object() && v.get_object().empty())
+                    continue;
+                value& node = (*to)[key];
                 if (!node.is_object())
                     node = object{};
-                nested = true;
+                nested = nested || !v.get_object().empty();
             } else {
-                node = v;
+                (*to)[key] = v;
             }
         }
         // Pointers into *to only once it has stopped growing.
         if (nested)
             for (const auto& [key, v] : *from)
-                if (v.is_object())
+                if (v.is_object() && !v.get_object().empty())
                     work.emplace_back(&v.get_object(), &to->at(key).get_object());
     }
     return dest;
@@ -98,7 +105,10 @@ struct state {
 
     /// The {"completed": …, "partial": …} form as text, written as Python's
     /// json.dumps writes it.
-    std::string to_json_text() const { return serialize_json(value(to_json())); }
+    /// (One level deeper than a part may be: the form wraps the parts.)
+    std::string to_json_text() const {
+        return serialize_json(value(to_json()), json_limits{json_limits{}.max_depth + 1});
+    }
 
     /// Reads the {"completed": …, "partial": …} form; either key may be
     /// absent. Any other key, or a non-object part, is refused with

@@ -1222,16 +1222,16 @@ private:
             std::chrono::duration_cast<std::chrono::milliseconds>(options_.lock.lease_ttl).count());
     }
 
-    /// The deduplication token of one grant-table event: "<id>/<token>" for
-    /// a grant, plus "/release" or "/renew-<expiry>". A grant's ends in a
-    /// number after the last '/', the others do not: no two events collide,
-    /// whatever the id contains.
-    /// An id longer than 128 bytes (or one that looks like a hashed one)
-    /// is named by its SHA-256 instead: the token is a setting written into
-    /// the SQL text and must stay small for any id.
+    /// The deduplication token of one grant-table event:
+    /// "sha256:<hex of the id>/<token>" for a grant, plus "/release" or
+    /// "/renew-<expiry>". A grant's ends in a number after the last '/', the
+    /// others do not, and ids never share a hash: no two events collide.
+    /// The id is hashed because the token is a setting, written into the
+    /// SQL text, which holds no value and must stay small for any id.
+    /// (Earlier chstate versions wrote the id itself: do not run both in
+    /// strict mode on one table.)
     static std::string grant_event_key(const std::string& id, std::uint64_t token, std::string_view suffix) {
-        const bool hashed = id.size() > 128 || id.starts_with("sha256:");
-        return (hashed ? "sha256:" + detail::sha256_hex(id) : id) + "/" + std::to_string(token) + std::string(suffix);
+        return "sha256:" + detail::sha256_hex(id) + "/" + std::to_string(token) + std::string(suffix);
     }
 
     op<std::optional<grant_row>> grant_latest(const std::string& id, diagnostics& diag) {

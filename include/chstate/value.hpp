@@ -512,6 +512,13 @@ public:
         append(std::move(key), std::move(v));
         return {end() - 1, true};
     }
+    /// As boost::json::object::emplace: inserts when `key` is absent.
+    std::pair<iterator, bool> emplace(std::string key, value v) {
+        if (const std::size_t i = position(key); i != npos)
+            return {begin() + static_cast<std::ptrdiff_t>(i), false};
+        append(std::move(key), std::move(v));
+        return {end() - 1, true};
+    }
     /// Removes `key` (keeping the order of the rest); returns how many
     /// entries were removed, 0 or 1.
     std::size_t erase(std::string_view key) {

@@ -151,7 +151,8 @@ inline bool append_python_string(std::string& out, std::string_view s, std::size
 /// failure returns false with `why` naming the JSON path.
 /// `Root` is value, or object (a state part, written without a copy).
 template <class Root>
-bool write_json(const Root& v, std::string& out, std::size_t max_depth, std::string& why) {
+bool write_json(const Root& v, std::string& out, std::size_t max_depth, std::string& why,
+                std::size_t max_integer_digits = static_cast<std::size_t>(-1)) {
     std::vector<walk_frame> frames; // the open arrays and objects
     std::size_t bad = 0;
     auto write_value = [&](const value& x) {
@@ -162,7 +163,18 @@ bool write_json(const Root& v, std::string& out, std::size_t max_depth, std::str
         case value_kind::boolean: out += x.get_bool() ? "true" : "false"; break;
         case value_kind::int64: append_integer(x.get_int64()); break;
         case value_kind::uint64: append_integer(x.get_uint64()); break;
-        case value_kind::big_integer: out += x.big_integer_text(); break;
+        case value_kind::big_integer: {
+            const std::string_view digits = x.big_integer_text();
+            const std::size_t n = digits.size() - (digits.front() == '-' ? 1 : 0);
+            if (n > max_integer_digits) {
+                why = "the integer at " + format_path(frames) + " has " + std::to_string(n) +
+                      " digits, more than the limit of " + std::to_string(max_integer_digits) +
+                      " that Python's json reads";
+                return false;
+            }
+            out += digits;
+            break;
+        }
         case value_kind::float64: append_python_float(out, x.get_double()); break;
         case value_kind::string:
             if (!append_python_string(out, x.get_string(), bad)) {

@@ -80,7 +80,7 @@ private:
         for (;;) {
             std::size_t pos = used;
             if (!parse_row(data, pos))
-                return {};
+                return malformed_ ? make_error_code(errc::protocol_error) : error_code{};
             used = pos;
             if (auto ec = on_row(std::span<const rb_field>(fields_)))
                 return ec;
@@ -105,7 +105,11 @@ private:
             case rb_type::nullable_string:
                 if (pos >= data.size())
                     return false;
-                if (data[pos++] != 0) {
+                if (data[pos] != 0 && data[pos] != 1) {
+                    malformed_ = true; // not a Nullable flag: not the reply we asked for
+                    return false;
+                }
+                if (data[pos++] == 1) {
                     f.null = true;
                     break;
                 }
@@ -136,6 +140,7 @@ private:
     std::vector<rb_type> columns_;
     std::vector<rb_field> fields_;
     std::string pending_;
+    bool malformed_ = false;
 };
 
 } // namespace chstate::detail

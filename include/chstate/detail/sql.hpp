@@ -204,7 +204,7 @@ inline error_code bind_parameters_as_table(const statement& stmt, std::string_vi
     std::string values_as_select;
     std::string_view sql = stmt.sql;
     if (sql.starts_with("INSERT ") && sql.ends_with(")")) {
-        if (auto at = sql.find(" VALUES ("); at != std::string_view::npos) {
+        if (auto at = sql.rfind(" VALUES ("); at != std::string_view::npos) {
             values_as_select = std::string(sql.substr(0, at)) + " SELECT " +
                                std::string(sql.substr(at + 9, sql.size() - at - 10));
             sql = values_as_select;

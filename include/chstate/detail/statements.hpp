@@ -238,7 +238,12 @@ public:
             list += quote_string(ids[i]);
         }
         list += ']';
-        statement st{"SELECT state_id, updated_at, " +
+        // Milliseconds whatever the column's precision (a table made by
+        // another tool may have DateTime64(6)).
+        statement st{"SELECT state_id, " +
+                         std::string(f_.datetime64 ? "toUInt64(toUnixTimestamp64Milli(updated_at))"
+                                                   : "toUInt64(updated_at)") +
+                         ", " +
                          std::string(f_.datetime64 ? "toUInt64(toUnixTimestamp64Milli(now64(3)))" : "{now:UInt64}") +
                          " AS now FROM " + t_.state + " FINAL WHERE has({ids:Array(String)}, state_id)",
                      {{"ids", "Array(String)", std::move(list)}}, "RowBinary", {}, true};

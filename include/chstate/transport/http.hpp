@@ -5,19 +5,22 @@
 //                                {.host = "127.0.0.1", .port = 8123, .user = "u", .password = "p"});
 //   chstate::basic_state_store<chstate::http_transport> store(http);
 //
-// Each statement is one `POST /` (HTTP/1.1). The statement text travels in
-// the URL's `query` parameter and holds no value: values travel in the
-// body, so neither a state nor an id meets a limit on the query's or the
-// URL's size, on any server version.
-//   * stmt.data (INSERT … FORMAT …): the body is the data.
-//   * parameters: the body is multipart/form-data carrying one external
-//     table, `_chstate_values`, whose one TabSeparated row holds every
-//     value; each {name:Type} placeholder is replaced by
-//     `(SELECT name FROM _chstate_values)` (detail::bind_parameters_as_table).
-//     External tables exist on every version, 18.16 included, so one form
-//     serves all servers.
+// Each statement is one `POST /` (HTTP/1.1). No value travels in the URL or
+// in SQL text, so neither a state nor an id meets a limit on the query's
+// or the URL's size, on any server version:
+//   * no parameters, no data: the body is the statement text;
+//   * stmt.data (INSERT … FORMAT …): the statement in the URL's `query`
+//     parameter, the body is the data;
+//   * parameters: the statement in `query`, the body multipart/form-data
+//     carrying one external table, `_chstate_values`, whose one
+//     TabSeparated row holds every value; each {name:Type} placeholder is
+//     replaced by `(SELECT name FROM _chstate_values)`
+//     (detail::bind_parameters_as_table). External tables exist on every
+//     version, 18.16 included, so one form serves all servers.
 // Other URL parameters: `database`, `default_format` (= stmt.format), and
-// `wait_end_of_query=1` when http_options::wait_end_of_query is set.
+// `wait_end_of_query=1` for RowBinary replies (raw ids and state text:
+// the status must be final, see below) or when
+// http_options::wait_end_of_query is set.
 // Authentication is exactly one method: the X-ClickHouse-User /
 // X-ClickHouse-Key headers.
 //
@@ -28,7 +31,9 @@
 // server's `Keep-Alive: timeout=N` minus idle_close_margin, nor when the
 // peer has already closed it. A request that fails on a reused connection
 // before any response byte arrived is retried once on a fresh connection,
-// only when stmt.idempotent.
+// only when stmt.idempotent; one the server answers with 400 and no
+// ClickHouse exception (its HTTP layer could not parse it: no query ran) is
+// sent again once on a fresh connection, whatever the statement.
 //
 // Replies stream into the sink in chunks of at most 64 KiB; only a tail of
 // up to 16 KiB is held back until the body is complete, because an old
@@ -39,9 +44,19 @@
 // that ends early: never as data.
 //
 // Errors: a non-200 status → make_clickhouse_error(code) from
-// X-ClickHouse-Exception-Code or the body's "Code: N", message in diag;
-// no route / refused / reset → errc::connection_failed; a connect or
-// request timeout → errc::timeout. The password never appears in diag.
+// X-ClickHouse-Exception-Code or a body that is ClickHouse's exception
+// ("Code: N … DB::Exception …"), its text in diag; any other body (a proxy's
+// or another server's error page) is not searched for a code and reaches
+// diag only as the status and an excerpt of at most 300 bytes, control
+// characters replaced (detail::read_error_reply); no route / refused / reset
+// → errc::connection_failed; a connect or request timeout → errc::timeout.
+// The password never appears in diag.
+//
+// Options that cannot be sent — a host, user or password (header values)
+// or a database holding a control character (0x00–0x1F, 0x7F), an empty
+// host, port 0 — fail the operation with errc::invalid_configuration before
+// any connection is opened (detail::validate_http_options). The Host header
+// writes an IPv6 host in brackets ("[::1]:8123").
 //
 // Cancellation: the handler's cancellation slot (any type) closes the
 // operation's connection and completes with asio::error::operation_aborted.
@@ -182,6 +197,109 @@ inline std::size_t find_body_exception(std::string_view tail) {
             break;
     }
     return std::string_view::npos;
+}
+
+/// Refuses options whose values cannot travel: the host, user and password
+/// become header values (Host, X-ClickHouse-User, X-ClickHouse-Key), where a
+/// CR or LF would inject headers, and no database name has a use for a
+/// control character (it travels percent-encoded in any case).
+/// errc::invalid_configuration naming the option, never showing the user's or
+/// password's value.
+inline error_code validate_http_options(const http_options& o, diagnostics& diag) {
+    if (auto ec = check_no_control_characters("http_options.host", o.host, false, diag))
+        return ec;
+    if (auto ec = check_no_control_characters("http_options.user", o.user, false, diag))
+        return ec;
+    if (auto ec = check_no_control_characters("http_options.password", o.password, true, diag))
+        return ec;
+    if (auto ec = check_no_control_characters("http_options.database", o.database, false, diag))
+        return ec;
+    if (o.host.empty() || o.port == 0) {
+        diag.message = o.host.empty() ? "http_options.host is empty" : "http_options.port is 0 (expected 1–65535)";
+        return make_error_code(errc::invalid_configuration);
+    }
+    return {};
+}
+
+/// At most `limit` bytes of `text` for a diagnostic message: each run of
+/// white space and control characters becomes one space (none at the ends),
+/// a byte that does not belong to a UTF-8 sequence becomes '?', and a cut
+/// falls between characters, marked "…".
+inline std::string printable_excerpt(std::string_view text, std::size_t limit = 300) {
+    std::string out;
+    bool space = false;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c <= 0x20 || c == 0x7F) {
+            space = !out.empty();
+            ++i;
+            continue;
+        }
+        std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        bool valid = n > 0 && i + n <= text.size();
+        for (std::size_t k = 1; valid && k < n; ++k)
+            valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+        const std::string_view piece = valid ? text.substr(i, n) : std::string_view("?");
+        if (out.size() + (space ? 1 : 0) + piece.size() > limit) {
+            out += "…";
+            break;
+        }
+        if (space)
+            out += ' ';
+        space = false;
+        out += piece;
+        i += valid ? n : 1;
+    }
+    return out;
+}
+
+/// What a reply with a status other than 200 says.
+struct error_reply {
+    std::optional<int> code; ///< ClickHouse's exception code, if the reply is its exception
+    std::string message;     ///< for diagnostics
+};
+
+/// Reads a reply with a status other than 200. It is ClickHouse's exception
+/// when it carries an X-ClickHouse-Exception-Code header (`code_header`) or
+/// its body begins with "Code: N" and names a DB::Exception: then the code
+/// comes from the header (else the body) and the message is ClickHouse's text
+/// (trim_message). Anything else — a proxy's or another server's error page —
+/// is not searched for a code: the message is the status, its reason and at
+/// most `excerpt_limit` bytes of the body (printable_excerpt).
+inline error_reply read_error_reply(unsigned status, std::string_view reason,
+                                    std::optional<std::string_view> code_header, std::string_view body,
+                                    std::size_t excerpt_limit = 300) {
+    error_reply r;
+    bool clickhouse = false;
+    if (code_header) {
+        clickhouse = true;
+        int n = 0;
+        auto [p, ec] = std::from_chars(code_header->data(), code_header->data() + code_header->size(), n);
+        if (ec == std::errc{} && p != code_header->data())
+            r.code = n;
+    }
+    std::string_view start = body;
+    while (!start.empty() && (start.front() == ' ' || start.front() == '\r' || start.front() == '\n'))
+        start.remove_prefix(1);
+    if (start.starts_with("Code: ") && exception_code(start) &&
+        start.find("DB::Exception") != std::string_view::npos)
+        clickhouse = true;
+    if (clickhouse) {
+        if (!r.code)
+            r.code = exception_code(body);
+        r.message = std::string(trim_message(body));
+        if (r.message.empty())
+            r.message = "HTTP status " + std::to_string(status);
+        return r;
+    }
+    r.message = "HTTP status " + std::to_string(status);
+    if (auto why = printable_excerpt(reason, 100); !why.empty())
+        r.message += " " + why;
+    r.message += " without a ClickHouse exception";
+    if (auto excerpt = printable_excerpt(body, excerpt_limit); !excerpt.empty())
+        r.message += "; the reply begins: " + excerpt;
+    return r;
 }
 
 /// One kept-alive connection.
@@ -419,6 +537,9 @@ private:
         std::string target;
         std::string body;
         std::string content_type = "text/plain; charset=UTF-8";
+        /// wait_end_of_query=1 was sent: the status is final, and a body
+        /// under status 200 is data only (never searched for an exception).
+        bool buffered = false;
     };
 
     static error_code build_request(const http_options& o, const statement& stmt, request_parts& out,
@@ -435,9 +556,16 @@ private:
             add("database", o.database);
         if (!stmt.format.empty())
             add("default_format", stmt.format);
-        if (o.wait_end_of_query)
+        // RowBinary replies carry ids and state text as raw bytes, which may
+        // hold anything — text that looks like an exception included — and
+        // an old server appends an exception right after the last row: the
+        // server buffers such a reply, so its status is final.
+        out.buffered = o.wait_end_of_query || stmt.format == "RowBinary";
+        if (out.buffered)
             add("wait_end_of_query", "1");
-        if (stmt.parameters.empty()) {
+        if (stmt.parameters.empty() && stmt.data.empty()) {
+            out.body = stmt.sql; // no value in it, but any length: the body, not the URL
+        } else if (stmt.parameters.empty()) {
             add("query", stmt.sql);
             out.body = stmt.data;
         } else {
@@ -486,7 +614,7 @@ private:
     static asio::awaitable<error_code> connect(const pool_ptr& pool, const state_ptr& st,
                                                std::unique_ptr<detail::http_connection>& out, diagnostics& diag) {
         const http_options& o = pool->options;
-        const std::string where = o.host + ":" + std::to_string(o.port);
+        const std::string where = detail::host_port(o.host, o.port);
         auto c = std::make_unique<detail::http_connection>(pool->ex);
         c->keep_alive = o.default_keep_alive;
         st->conn = c.get();
@@ -540,6 +668,10 @@ private:
         error_code ec;
         bool response_started = false; ///< any response byte read
         bool reusable = false;
+        /// 400 without a ClickHouse exception: the server's HTTP layer could
+        /// not parse the request, so no query ran (seen once in ~10^4
+        /// requests on a kept-alive connection to 18.16).
+        bool not_parsed = false;
     };
 
     /// Sends the request and streams the reply on one connection.
@@ -556,8 +688,9 @@ private:
             r.ec = bec;
             co_return r;
         }
+        const bool parts_buffered = parts.buffered;
         http::request<http::string_body> req{http::verb::post, std::move(parts.target), 11};
-        req.set(http::field::host, o.host + ":" + std::to_string(o.port));
+        req.set(http::field::host, detail::host_port(o.host, o.port)); // [::1]:8123 for IPv6
         req.set(http::field::user_agent, "chstate");
         req.set("X-ClickHouse-User", o.user);
         req.set("X-ClickHouse-Key", o.password);
@@ -607,7 +740,10 @@ private:
             if (ok) {
                 if (!sink_ec) {
                     pending.append(buf.data(), got);
-                    if (pending.size() > 2 * hold) {
+                    if (parts_buffered) { // the status is final: pass everything on
+                        sink_ec = sink(pending);
+                        pending.clear();
+                    } else if (pending.size() > 2 * hold) {
                         std::size_t pass = pending.size() - hold;
                         // pass whole lines only, so an exception text stays in the tail
                         auto nl = pending.rfind('\n', pass);
@@ -635,18 +771,15 @@ private:
         }
 
         if (!ok) {
-            std::optional<int> code;
-            if (auto h = head.find("X-ClickHouse-Exception-Code"); h != head.end()) {
-                int n = 0;
-                auto v = h->value();
-                if (std::from_chars(v.data(), v.data() + v.size(), n).ec == std::errc{})
-                    code = n;
-            }
-            if (!code)
-                code = detail::exception_code(pending);
-            diag.message = std::string(detail::trim_message(pending));
-            if (diag.message.empty())
-                diag.message = "HTTP status " + std::to_string(head.result_int());
+            std::optional<std::string_view> code_header;
+            if (auto h = head.find("X-ClickHouse-Exception-Code"); h != head.end())
+                code_header = std::string_view(h->value().data(), h->value().size());
+            const auto reason = head.reason();
+            auto reply = detail::read_error_reply(head.result_int(), std::string_view(reason.data(), reason.size()),
+                                                  code_header, pending);
+            diag.message = std::move(reply.message);
+            const std::optional<int> code = reply.code;
+            r.not_parsed = !code && head.result() == http::status::bad_request;
             if (code)
                 r.ec = make_clickhouse_error(*code);
             else if (head.result() == http::status::unauthorized || head.result() == http::status::forbidden)
@@ -655,7 +788,8 @@ private:
                 r.ec = make_error_code(errc::server_error);
             co_return r;
         }
-        if (auto at = detail::find_body_exception(pending); at != std::string::npos) {
+        if (auto at = parts_buffered ? std::string::npos : detail::find_body_exception(pending);
+            at != std::string::npos) {
             std::string_view text = std::string_view(pending).substr(at);
             diag.message = std::string(detail::trim_message(text));
             auto code = detail::exception_code(text);
@@ -673,6 +807,9 @@ private:
     static asio::awaitable<error_code> run(pool_ptr pool, state_ptr st, const statement* stmt, result_sink sink,
                                            diagnostics* diag) {
         const http_options& o = pool->options;
+        // Nothing that could inject a header is sent: refused before connecting.
+        if (auto vec = detail::validate_http_options(o, *diag))
+            co_return vec;
         const auto deadline = std::chrono::steady_clock::now() + o.request_timeout;
         bool force_fresh = false;
         std::unique_ptr<detail::http_connection> conn;
@@ -745,6 +882,12 @@ private:
                 force_fresh = true; // keep the slot, reconnect
                 continue;
             }
+            // A request the server could not parse never ran: safe to send
+            // again, once, on a fresh connection, whatever the statement.
+            if (r.not_parsed && attempt == 0 && !st->cancelled && !st->timed_out) {
+                force_fresh = true;
+                continue;
+            }
             if (!r.ec && r.reusable) {
                 pool->give_back(std::move(conn));
             } else {
@@ -762,14 +905,29 @@ private:
 static_assert(transport<http_transport>);
 
 /// Connection settings from a parsed clickhouse:// URI or the environment.
-inline http_options make_http_options(const config& c) {
+/// A host, user, password or database holding a control character (possible
+/// only in a config built or changed by hand: from_uri and from_environment
+/// refuse them) sets ec to errc::invalid_configuration, naming the setting.
+inline http_options make_http_options(const config& c, error_code& ec, diagnostics& diag) {
     http_options o;
+    ec = config::check_http_settings(c, {"config.host", "config.user", "config.password", "config.database"}, diag);
+    if (ec)
+        return o;
     o.host = c.host;
     o.port = c.port;
     o.database = c.database;
     o.user = c.user;
     o.password = c.password;
     o.secure = c.secure;
+    return o;
+}
+
+/// Throwing form (chstate::error with errc::invalid_configuration).
+inline http_options make_http_options(const config& c) {
+    error_code ec;
+    diagnostics diag;
+    http_options o = make_http_options(c, ec, diag);
+    throw_if(ec, diag.message);
     return o;
 }
 

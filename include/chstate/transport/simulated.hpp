@@ -662,7 +662,10 @@ private:
             return it->second;
         std::vector<std::string>& out = it->second;
         std::size_t i = 0;
-        auto fail = [&] { throw sim_error{41, "Cannot parse Array(String) from " + text.substr(0, 100)}; };
+        auto fail = [&] {
+            array_cache_.erase(it); // no half-parsed entry for the next call
+            throw sim_error{41, "Cannot parse Array(String) from " + text.substr(0, 100)};
+        };
         if (text.empty() || text[i++] != '[')
             fail();
         while (i < text.size() && text[i] != ']') {
