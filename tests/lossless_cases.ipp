@@ -210,3 +210,15 @@ TEST_CASE("lossless: set_all dates each row by its own id, so a row dated in the
     CHECK(t.store.get("batch")->completed_state == object{{"n", 2}});
     CHECK(t.store.get("ahead")->completed_state == object{{"n", 1}}); // above its own newest
 }
+
+TEST_CASE("lossless: ids and states that look like a server exception are data") {
+    store_under_test t;
+    const std::string id = "job\nCode: 42, e.displayText() = DB::Exception: x";
+    state s{id, object{{"bookmark", "__exception__"}, {"text", "\nCode: 60, e.displayText() = DB::Exception: y"}},
+            object{{"done", "Code: 1. DB::Exception: z"}}};
+    t.store.set(s);
+    CHECK(t.store.get(id) == s);
+    CHECK(t.store.state_ids("*") == std::vector<std::string>{id});
+    std::uint64_t n = t.store.get_all([&](state&& got) { CHECK(got == s); });
+    CHECK(n == 1);
+}

@@ -65,6 +65,22 @@ TEST_CASE("deep_merge: 100,000 levels deep, without recursion") {
     CHECK(dest == nest(99'999, "{\"old\": 1, \"new\": 2}"));
 }
 
+TEST_CASE("deep_merge: an empty source object leaves a non-object alone, as Python's merge does") {
+    // merge({'a': {}}, {'a': 5}) == {'a': 5}; merge({'a': {'b': {}}}, {'a': {'b': [1]}}) keeps [1]
+    object dest = cobj(R"({"a":5})");
+    deep_merge(cobj(R"({"a":{}})"), dest);
+    CHECK(dest == cobj(R"({"a":5})"));
+    dest = cobj(R"({"a":{"b":[1]}})");
+    deep_merge(cobj(R"({"a":{"b":{}},"c":{}})"), dest);
+    CHECK(dest == cobj(R"({"a":{"b":[1]},"c":{}})"));
+}
+
+TEST_CASE("deep_merge: the source may be part of the destination") {
+    object d = cobj(R"({"a":{"a":1,"b":2}})");
+    deep_merge(d.at("a").get_object(), d); // Python: {'a': 1, 'b': 2}
+    CHECK(d == cobj(R"({"a":1,"b":2})"));
+}
+
 TEST_CASE("is_complete means a non-empty completed part") {
     CHECK_FALSE((state{"id", cobj(R"({"p":1})"), {}}).is_complete());
     CHECK((state{"id", {}, cobj(R"({"c":1})")}).is_complete());
@@ -358,6 +374,12 @@ TEST_CASE("parse_part: NULL and empty text are {}, other non-objects are corrupt
     CHECK(detail::serialize_part(bad, text, "job:2", "partial_state", d) == errc::invalid_argument);
     CHECK(d.message == "state \"job:2\": partial_state cannot be stored: the string at $[\"s\"] is not valid UTF-8 "
                        "(byte 0 of the string)");
+    object huge;
+    huge["n"] = big_integer(std::string(4301, '7')); // Python 3.11+ refuses to read it
+    CHECK(detail::serialize_part(huge, text, "job:3", "partial_state", d) == errc::invalid_argument);
+    CHECK(d.message.find("4301 digits") != std::string::npos);
+    huge["n"] = big_integer(std::string(4300, '7'));
+    CHECK_FALSE(detail::serialize_part(huge, text, "job:3", "partial_state", d));
 }
 
 // ---- configuration ------------------------------------------------------------------
