@@ -83,22 +83,13 @@ TEST_CASE("fidelity: what Python's json writes survives get, update, copy, merge
     store.ensure_schema();
     const std::string table = detail::quote_identifier(o.schema) + ".`state`";
 
-    // The table's bytes for one id, as Python would read them.
+    // The table's bytes for one id, as Python would read them. NULL is how
+    // an empty part is stored (the seed's rule): Meltano reads it as {}.
     auto stored = [&](const std::string& id) {
-        statement s{"SELECT partial_state, completed_state FROM " + table + " FINAL WHERE state_id = {id:String}",
-                    {{"id", "String", id}}, "RowBinary", {}, true};
-        std::string reply;
-        diagnostics diag;
-        if (auto ec = test::run_statement(transport, s, diag, &reply))
-            throw error(ec, diag.message);
-        std::pair<std::string, std::string> parts{"ERROR:no row", "ERROR:no row"};
-        detail::row_binary_reader reader(detail::state_parts_columns());
-        // NULL is how an empty part is stored (the seed's rule): Meltano reads it as {}.
-        reader.feed(reply, [&](std::span<const detail::rb_field> row) {
-            parts = {row[0].null ? "{}" : std::string(row[0].bytes), row[1].null ? "{}" : std::string(row[1].bytes)};
-            return error_code{};
-        });
-        return parts;
+        auto row = test::stored_parts(transport, table, id);
+        if (!row.found)
+            return std::pair<std::string, std::string>{"ERROR:no row", "ERROR:no row"};
+        return std::pair<std::string, std::string>{row.partial.value_or("{}"), row.completed.value_or("{}")};
     };
     std::ofstream results(dir / "results.tsv");
     std::mutex results_mutex;
@@ -128,11 +119,7 @@ TEST_CASE("fidelity: what Python's json writes survives get, update, copy, merge
                         bool locked) {
         const std::string id = "fid:" + c.name;
         // Written as a Meltano process writes it: the seed's INSERT, text as is.
-        statement raw{"INSERT INTO " + table + " (state_id, partial_state, completed_state) VALUES ({state_id:String}, "
-                      "{partial_state:Nullable(String)}, {completed_state:Nullable(String)})",
-                      {{"state_id", "String", id}, {"partial_state", "Nullable(String)", c.text},
-                       {"completed_state", "Nullable(String)", c.text}},
-                      {}, {}, false};
+        const statement raw = test::seed_insert(table, id, c.text, c.text);
         diagnostics diag;
         if (auto ec = test::run_statement(transport, raw, diag)) {
             emit(c.name, "get", "ERROR:raw insert: " + diag.message);

@@ -4,16 +4,6 @@
 
 namespace lossless {
 
-/// The seed's INSERT, as a Meltano process sends it: the texts as they are.
-inline statement seed_insert(const std::string& table, const std::string& id, std::optional<std::string> partial,
-                             std::optional<std::string> completed) {
-    return {"INSERT INTO " + table + " (state_id, partial_state, completed_state) VALUES ({state_id:String}, "
-            "{partial_state:Nullable(String)}, {completed_state:Nullable(String)})",
-            {{"state_id", "String", id}, {"partial_state", "Nullable(String)", std::move(partial)},
-             {"completed_state", "Nullable(String)", std::move(completed)}},
-            {}, {}, false};
-}
-
 template <class Transport>
 void run(Transport& t, const statement& s) {
     diagnostics diag;
@@ -21,27 +11,8 @@ void run(Transport& t, const statement& s) {
         throw error(ec, diag.message);
 }
 
-/// The stored (partial, completed) texts of `id`; nullopt for NULL.
-template <class Transport>
-std::pair<std::optional<std::string>, std::optional<std::string>> stored(Transport& t, const std::string& table,
-                                                                          const std::string& id) {
-    statement s{"SELECT partial_state, completed_state FROM " + table + " FINAL WHERE state_id = {id:String}",
-                {{"id", "String", id}}, "RowBinary", {}, true};
-    std::string reply;
-    diagnostics diag;
-    if (auto ec = test::run_statement(t, s, diag, &reply))
-        throw error(ec, diag.message);
-    std::pair<std::optional<std::string>, std::optional<std::string>> out;
-    detail::row_binary_reader reader(detail::state_parts_columns());
-    reader.feed(reply, [&](std::span<const detail::rb_field> row) {
-        if (!row[0].null)
-            out.first = std::string(row[0].bytes);
-        if (!row[1].null)
-            out.second = std::string(row[1].bytes);
-        return error_code{};
-    });
-    return out;
-}
+using test::seed_insert;
+using test::stored_parts;
 
 /// {"k": {"k": … leaf …}} nested `depth` objects deep (the part itself is one).
 inline std::string nested_text(std::size_t depth, std::string_view leaf = "1") {
@@ -71,9 +42,9 @@ TEST_CASE("lossless: values a Python process wrote survive update() of another k
     CHECK(got->partial_state.at("n").big_integer_text() == "18446744073709551616");
     CHECK(std::isnan(got->partial_state.at("x").as_double()));
     t.store.update(state{"py", object{{"other", 1}}, {}});
-    auto [partial, completed] = lossless::stored(t.transport, t.table(), "py");
-    CHECK(partial == python.substr(0, python.size() - 1) + R"(, "other": 1})");
-    CHECK(completed == python);
+    auto row = lossless::stored_parts(t.transport, t.table(), "py");
+    CHECK(row.partial == python.substr(0, python.size() - 1) + R"(, "other": 1})");
+    CHECK(row.completed == python);
 }
 
 TEST_CASE("lossless: states nested 10,000 levels deep round-trip; deeper than the limit is refused at set") {

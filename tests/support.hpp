@@ -127,6 +127,45 @@ std::string raw_sql(Transport& t, std::string sql, std::string format = {}) {
     return out;
 }
 
+/// The seed's INSERT, as a Meltano process sends it: the texts as they are.
+inline statement seed_insert(const std::string& table, const std::string& id, std::optional<std::string> partial,
+                             std::optional<std::string> completed) {
+    return {"INSERT INTO " + table + " (state_id, partial_state, completed_state) VALUES ({state_id:String}, "
+            "{partial_state:Nullable(String)}, {completed_state:Nullable(String)})",
+            {{"state_id", "String", id}, {"partial_state", "Nullable(String)", std::move(partial)},
+             {"completed_state", "Nullable(String)", std::move(completed)}},
+            {}, {}, false};
+}
+
+/// A state's row as another client reads it: the exact texts, nullopt for NULL.
+struct stored_row {
+    bool found = false;
+    std::optional<std::string> partial;
+    std::optional<std::string> completed;
+};
+
+/// The stored row of `id` (FINAL). Throws on error.
+template <class Transport>
+stored_row stored_parts(Transport& t, const std::string& table, const std::string& id) {
+    statement s{"SELECT partial_state, completed_state FROM " + table + " FINAL WHERE state_id = {id:String}",
+                {{"id", "String", id}}, "RowBinary", {}, true};
+    std::string reply;
+    diagnostics diag;
+    if (auto ec = run_statement(t, s, diag, &reply))
+        throw error(ec, diag.message);
+    stored_row out;
+    detail::row_binary_reader reader(detail::state_parts_columns());
+    reader.feed(reply, [&](std::span<const detail::rb_field> row) {
+        out.found = true;
+        if (!row[0].null)
+            out.partial = std::string(row[0].bytes);
+        if (!row[1].null)
+            out.completed = std::string(row[1].bytes);
+        return error_code{};
+    });
+    return out;
+}
+
 struct torture_result {
     std::int64_t counter = 0;      ///< final completed_state.n
     int max_inside = 0;            ///< most clients ever inside a critical section at once

@@ -51,6 +51,20 @@ inline void append_escaped(std::string& out, std::string_view v, char quote) {
     }
 }
 
+/// The character an escape `\e` written by append_escaped stands for (its
+/// inverse; any other escaped character stands for itself).
+constexpr char unescaped(char e) noexcept {
+    switch (e) {
+    case 'n': return '\n';
+    case 't': return '\t';
+    case 'r': return '\r';
+    case '0': return '\0';
+    case 'b': return '\b';
+    case 'f': return '\f';
+    default: return e;
+    }
+}
+
 /// `v` as a single-quoted ClickHouse string literal.
 inline std::string quote_string(std::string_view v) {
     std::string out;

@@ -71,6 +71,7 @@
 #pragma once
 
 #include <chstate/detail/sha256.hpp>
+#include <chstate/detail/sql.hpp>
 
 #include <chstate/error.hpp>
 #include <chstate/manual_clock.hpp>
@@ -683,16 +684,7 @@ private:
                 if (c == '\\') {
                     if (i >= text.size())
                         fail();
-                    char e = text[i++];
-                    switch (e) {
-                    case 'n': item += '\n'; break;
-                    case 't': item += '\t'; break;
-                    case 'r': item += '\r'; break;
-                    case '0': item += '\0'; break;
-                    case 'b': item += '\b'; break;
-                    case 'f': item += '\f'; break;
-                    default: item += e;
-                    }
+                    item += detail::unescaped(text[i++]);
                 } else {
                     item += c;
                 }
@@ -1337,15 +1329,7 @@ private:
                                 text += field[k];
                                 continue;
                             }
-                            switch (char e = field[++k]) {
-                            case 'n': text += '\n'; break;
-                            case 't': text += '\t'; break;
-                            case 'r': text += '\r'; break;
-                            case '0': text += '\0'; break;
-                            case 'b': text += '\b'; break;
-                            case 'f': text += '\f'; break;
-                            default: text += e;
-                            }
+                            text += detail::unescaped(field[++k]);
                         }
                         r.push_back(value::of_text(std::move(text)));
                     }
