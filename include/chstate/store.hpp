@@ -679,14 +679,12 @@ private:
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec, std::nullopt};
         std::optional<state> found;
-        error_code parse_ec;
         auto [ec] = co_await read_rows(
             stmts_snapshot()->select_state(id), detail::state_parts_columns(),
             [&](std::span<const detail::rb_field> row) {
                 found.emplace();
                 found->state_id = id;
-                parse_ec = detail::parse_state_parts(row[0], row[1], *found, diag);
-                return parse_ec;
+                return detail::parse_state_parts(row[0], row[1], *found, diag);
             },
             diag);
         if (ec || !found)
@@ -907,7 +905,7 @@ private:
             co_return std::tuple{ec, std::uint64_t{0}};
         std::uint64_t count = 0;
         std::uint64_t unreadable = 0;
-        std::string unreadable_ids; // the first few, for the message
+        std::string unreadable_reasons; // the first few, for the message
         auto on_row = [&](std::span<const detail::rb_field> row) -> error_code {
             state s;
             s.state_id = std::string(row[0].bytes);
@@ -915,7 +913,7 @@ private:
             if (auto ec = detail::parse_state_parts(row[1], row[2], s, why)) {
                 ++unreadable;
                 if (unreadable <= 5)
-                    unreadable_ids += (unreadable > 1 ? "; " : "") + why.message;
+                    unreadable_reasons += (unreadable > 1 ? "; " : "") + why.message;
                 if (on_unreadable)
                     on_unreadable(unreadable_state{std::move(s.state_id), ec, std::move(why.message)});
                 return {};
@@ -929,7 +927,7 @@ private:
             diag);
         if (!ec && unreadable && !on_unreadable) {
             diag.message = std::to_string(unreadable) + " stored state(s) could not be read (the other " +
-                           std::to_string(count) + " were delivered): " + unreadable_ids +
+                           std::to_string(count) + " were delivered): " + unreadable_reasons +
                            (unreadable > 5 ? "; …" : "");
             ec = make_error_code(errc::corrupt_state);
         }
