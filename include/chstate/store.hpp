@@ -474,7 +474,7 @@ private:
         // A transport that binds every value itself (binds_parameters,
         // transport.hpp) gets the placeholders; others get quoted literals
         // from servers without query parameters.
-        if constexpr (!transport_binds_parameters()) {
+        if (!traits().binds_parameters) {
             auto stm = stmts_snapshot();
             if (stm && !stm->features().query_parameters) {
                 if (auto ec = detail::inline_parameters(s, diag))
@@ -611,7 +611,7 @@ private:
         const bool can_strict = stm->features().dedup_token;
         bool strict = false;
         switch (options_.lock.mode) {
-        case lock_mode::automatic: strict = embedded_transport() && can_strict; break;
+        case lock_mode::automatic: strict = traits().embedded_engine && can_strict; break;
         case lock_mode::seed_compatible: strict = false; break;
         case lock_mode::strict: strict = can_strict; break;
         }
@@ -634,19 +634,15 @@ private:
         co_return std::tuple{error_code{}};
     }
 
-    static constexpr bool transport_binds_parameters() {
-        if constexpr (requires { Transport::binds_parameters; })
-            return Transport::binds_parameters;
+    /// What the transport declares (transport.hpp): its static members, or
+    /// traits() for one that knows only at run time (any_transport).
+    transport_traits traits() const {
+        if constexpr (requires(const Transport& t) {
+                          { t.traits() } -> std::same_as<transport_traits>;
+                      })
+            return transport_.traits();
         else
-            return false;
-    }
-
-    /// True for a transport that declares itself the embedded engine.
-    static constexpr bool embedded_transport() {
-        if constexpr (requires { Transport::embedded_engine; })
-            return Transport::embedded_engine;
-        else
-            return false;
+            return traits_of<Transport>();
     }
 
     static error_code invalid(diagnostics& diag, std::string msg) {

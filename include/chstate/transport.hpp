@@ -27,10 +27,16 @@
 // the transport delivers {name:Type} values itself on every server version
 // (http_transport sends them in the request body); otherwise, for servers
 // without query parameters, the store writes them as quoted literals.
+// `static constexpr bool embedded_engine = true` declares the embedded
+// engine, where lock_mode::automatic runs the strict lock (config.hpp).
+//
+// A transport that knows these only at run time (any_transport) instead
+// has `transport_traits traits() const`.
 //
 // Implementations: chdb_transport (transport/chdb.hpp, the embedded engine),
 // http_transport (transport/http.hpp), simulated_transport
-// (transport/simulated.hpp).
+// (transport/simulated.hpp); any_transport (any_transport.hpp) holds any
+// of them.
 #pragma once
 
 #include <chstate/error.hpp>
@@ -76,6 +82,27 @@ struct statement {
 
 /// Receives reply bytes. Return a non-zero error_code to abandon the statement.
 using result_sink = std::function<error_code(std::string_view chunk)>;
+
+/// What the store needs to know about a transport beyond the concept.
+struct transport_traits {
+    /// The transport delivers {name:Type} values itself on every server
+    /// version (transport.hpp).
+    bool binds_parameters = false;
+    /// The transport is the embedded engine (no Python Meltano process can
+    /// share its tables): lock_mode::automatic runs the strict protocol.
+    bool embedded_engine = false;
+};
+
+/// The traits a transport type declares (its static members; false where absent).
+template <class T>
+constexpr transport_traits traits_of() {
+    transport_traits t;
+    if constexpr (requires { T::binds_parameters; })
+        t.binds_parameters = T::binds_parameters;
+    if constexpr (requires { T::embedded_engine; })
+        t.embedded_engine = T::embedded_engine;
+    return t;
+}
 
 /// See the header comment.
 template <class T>
