@@ -32,6 +32,14 @@ struct embedded_fixture {
     transport_type make_transport() { return chdb_transport(shared_engine()); }
 };
 
+/// The same engine behind the type-erased transport chstate::open() uses:
+/// the contract must hold unchanged through it.
+struct any_embedded_fixture {
+    using transport_type = any_transport;
+    static constexpr const char* name = "any-embedded";
+    transport_type make_transport() { return any_transport(chdb_transport(shared_engine())); }
+};
+
 } // namespace embedded_tests
 
 // A named enclosing namespace: doctest's generated suite namespaces may
@@ -45,6 +53,19 @@ TEST_SUITE("embedded") {
 #include "large_values_cases.ipp"
 }
 } // namespace embedded_contract
+
+// The contract again, through any_transport (doctest keys cases by file,
+// line and name: the prefix keeps these apart from the lines above).
+namespace any_embedded_contract {
+#undef TEST_CASE
+#define TEST_CASE(name) DOCTEST_TEST_CASE("any_transport: " name)
+TEST_SUITE("embedded") {
+    using fixture = embedded_tests::any_embedded_fixture;
+#include "contract_cases.ipp"
+}
+#undef TEST_CASE
+#define TEST_CASE(name) DOCTEST_TEST_CASE(name)
+} // namespace any_embedded_contract
 
 namespace embedded_strict {
 using namespace chstate;

@@ -7,6 +7,7 @@
 // not answer, every case here FAILS with a message saying so (never skips).
 #include "support.hpp"
 
+#include <chstate/open.hpp>
 #include <chstate/transport/http.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -474,6 +475,177 @@ TEST_CASE("http: server restarted between two operations → the next operation 
     CHECK(store.get("r")->partial_state.at("v").as_int64() == 3);
     server_script("restart");
     CHECK(store.get("r")->partial_state.at("v").as_int64() == 3); // a read after the restart
+}
+
+} // TEST_SUITE("server")
+
+// ---- chstate::open: one store for any URI ----------------------------------
+
+namespace embedded_tests {
+std::shared_ptr<chstate::chdb_engine> shared_engine(); // embedded.cpp: this process's chDB folder
+}
+
+namespace server_tests {
+
+/// Percent-encodes everything but unreserved characters (RFC 3986).
+inline std::string uri_encode(std::string_view s) {
+    std::string out;
+    for (unsigned char c : s) {
+        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~')
+            out += char(c);
+        else {
+            char buf[4];
+            std::snprintf(buf, sizeof buf, "%%%02X", c);
+            out += buf;
+        }
+    }
+    return out;
+}
+
+inline std::string server_uri(std::string_view password, std::string_view schema) {
+    require_server();
+    const auto& e = env();
+    return "clickhouse://" + uri_encode(e.user) + ":" + uri_encode(password) + "@" + e.host + ":" +
+           std::to_string(e.port) + "/default?schema=" + std::string(schema);
+}
+
+/// Everything a user sees of one store: results and error codes of the
+/// same calls, as text, so two engines can be compared line by line.
+inline std::vector<std::string> exercise(state_store& store) {
+    std::vector<std::string> seen;
+    auto code_of = [](auto&& f) -> std::string {
+        try {
+            f();
+            return "ok";
+        } catch (const chstate::error& e) {
+            return e.code().category().name() + std::string(":") + e.code().message();
+        }
+    };
+    chstate::object partial;
+    partial["bookmarks"] = chstate::object{{"users", 1700000000.8702567}};
+    partial["big"] = chstate::big_integer("18446744073709551616");
+    store.set(state{"a:1", partial, {}});
+    store.set(state{"a:2", {}, chstate::object{{"singer_state", chstate::object{{"n", 1}}}}});
+    seen.push_back(store.get("a:1")->to_json_text());
+    seen.push_back(store.get("missing") ? "found" : "nullopt");
+    chstate::object more;
+    more["bookmarks"] = chstate::object{{"orders", 7}};
+    seen.push_back(store.update(state{"a:1", more, {}}).to_json_text());
+    seen.push_back(store.merge("a:1", "a:3").to_json_text());
+    store.copy("a:2", "b:1");
+    std::vector<std::string> ids = store.state_ids("a:*");
+    std::string joined;
+    for (auto& id : ids)
+        joined += id + ",";
+    seen.push_back(joined);
+    std::string all;
+    seen.push_back(std::to_string(store.get_all([&](state&& s) { all += s.state_id + "=" + s.to_json_text() + ";"; })));
+    seen.push_back(all);
+    seen.push_back(code_of([&] { store.copy("missing", "x"); }));
+    seen.push_back(code_of([&] { store.move("a:3", "a:3"); }));
+    seen.push_back(code_of([&] { store.get(""); }));
+    store.move("b:1", "b:2");
+    seen.push_back(store.get("b:1") ? "b:1 still there" : "b:1 moved");
+    store.clear("a:3");
+    store.delete_state("a:2");
+    seen.push_back(std::to_string(store.state_ids().size()));
+    seen.push_back(std::to_string(store.clear_all()));
+    return seen;
+}
+
+} // namespace server_tests
+
+TEST_SUITE("server") {
+using namespace server_tests;
+
+TEST_CASE("open: a clickhouse:// URI and a chdb: URI give one store type with the same results and errors") {
+    const std::string schema = test::unique_schema("open");
+    // The embedded engine of this process (chDB allows one folder per process).
+    auto chdb_uri = "chdb://" + embedded_tests::shared_engine()->path() + "?schema=" + schema;
+    config embedded_cfg = config::from_uri(chdb_uri);
+    embedded_cfg.store.lock = test::fast_locks();
+    config http_cfg = config::from_uri(server_uri(env().password, schema));
+    http_cfg.store.lock = test::fast_locks();
+
+    auto embedded = chstate::open(embedded_cfg);
+    auto http = chstate::open(http_cfg, {.http_threads = 2});
+    static_assert(std::is_same_v<decltype(embedded), decltype(http)>);
+
+    // The engine behind each, and what it makes the store do.
+    CHECK(embedded.get_transport().target<chdb_transport>() != nullptr);
+    CHECK(http.get_transport().target<http_transport>() != nullptr);
+    CHECK(http.get_transport().target<chdb_transport>() == nullptr);
+    CHECK(embedded.get_transport().traits().embedded_engine);
+    CHECK_FALSE(embedded.get_transport().traits().binds_parameters);
+    CHECK(http.get_transport().traits().binds_parameters);
+    CHECK_FALSE(http.get_transport().traits().embedded_engine);
+    // lock_mode::automatic: strict (a fencing token) on chDB, the seed's lock over HTTP.
+    CHECK(embedded.acquire_lock("lock-mode").token() != 0);
+    CHECK(http.acquire_lock("lock-mode").token() == 0);
+    embedded.clear_all();
+    http.clear_all();
+
+    auto a = exercise(embedded);
+    auto b = exercise(http);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        INFO("step " << i);
+        CHECK(a[i] == b[i]);
+    }
+    // And what they say is what it should be, not merely equal.
+    CHECK(a[0] == R"({"completed": {}, "partial": {"bookmarks": {"users": 1700000000.8702567}, "big": 18446744073709551616}})");
+    CHECK(a[1] == "nullopt");
+    CHECK(a[4] == "a:1,a:2,a:3,");
+    CHECK(a[7] == "chstate:no state stored for this id");
+    CHECK(a[8] == "chstate:invalid argument");
+    CHECK(a[9] == "chstate:invalid argument");
+    CHECK(a[10] == "b:1 moved");
+    CHECK(a[11] == "2");
+    CHECK(a[12] == "2");
+}
+
+TEST_CASE("open: async forms from a coroutine on the caller's own io_context") {
+    const std::string schema = test::unique_schema("open_async");
+    auto store = chstate::open(server_uri(env().password, schema));
+    asio::io_context ioc;
+    std::string got;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            state s{"co:1", chstate::object{{"k", 1}}, {}};
+            co_await store.async_set(s, asio::use_awaitable);
+            auto back = co_await store.async_get("co:1", asio::use_awaitable);
+            got = back ? back->to_json_text() : "none";
+        },
+        asio::detached);
+    ioc.run();
+    CHECK(got == R"({"completed": {}, "partial": {"k": 1}})");
+}
+
+TEST_CASE("open: settings that cannot work are errors at open; a wrong password at first use, typed as usual") {
+    auto code = [](auto&& f) {
+        try {
+            f();
+        } catch (const chstate::error& e) {
+            return e.code();
+        }
+        return error_code{};
+    };
+    CHECK(code([] { chstate::open("clickhouse://u@h/db?secure=maybe"); }) == errc::invalid_configuration);
+    CHECK(code([] { chstate::open("postgres://u@h/db"); }) == errc::invalid_configuration);
+    CHECK(code([] { chstate::open(config{}, {.http_threads = 0}); }) == errc::invalid_configuration);
+    const std::string schema = test::unique_schema("open_auth");
+    auto store = chstate::open_unique(config::from_uri(server_uri(env().password + "-wrong", schema)));
+    error_code ec;
+    diagnostics diag;
+    try {
+        store->get("x");
+    } catch (const chstate::error& e) {
+        ec = e.code();
+        diag.message = e.what();
+    }
+    CHECK(ec == errc::authentication_failed);
+    CHECK(diag.message.find(env().password) == std::string::npos);
 }
 
 } // TEST_SUITE("server")
