@@ -23,6 +23,8 @@ log=$test_dir/output.log
 status=0
 # (pipefail: a failing test binary fails the pipeline even though tee succeeds)
 ./build/tests/chstate_tests "$@" 2>&1 | tee "$log" || status=$?
+# The README's C++ blocks match their compiled files, and those programs run.
+bash tests/readme/run.sh build || status=1
 # Exact values (README "Exact values"): every engine's fidelity results
 # against Python's json module, in one line.
 fidelity_results=("$CHSTATE_FIDELITY_RESULTS"/results-*.tsv)
