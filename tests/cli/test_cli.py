@@ -1,0 +1,670 @@
+#!/usr/bin/env python3
+"""Tests of the `chstate` command-line tool, driving the real binary.
+
+Usage: python3 tests/cli/test_cli.py PATH/TO/chstate [--server-dir DIR]
+
+Every command runs against (a) the embedded engine in a fresh folder and
+(b) the ClickHouse server in DIR (scripts/clickhouse-server.sh start DIR;
+default: $CHSTATE_TEST_SERVER_DIR), each in a schema of its own. Python's
+json module is the reference for every value the tool prints or exports.
+Ends with `cli: cases=N failures=F`; exits non-zero on any failure. A
+missing binary or server is a failure, never a skip.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.parse
+import uuid
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_SERVER, EXIT_CONNECTION, EXIT_INVALID = range(8)
+
+cases = 0
+failures = 0
+
+
+class Failed(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failed(what)
+
+
+def case(name, fn, *args):
+    global cases, failures
+    cases += 1
+    started = time.monotonic()
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - every failure is reported and counted
+        failures += 1
+        print(f"FAIL {name}: {e}", file=sys.stderr)
+        if not isinstance(e, Failed):
+            traceback.print_exc()
+        return
+    print(f"ok   {name} ({time.monotonic() - started:.1f} s)", file=sys.stderr)
+
+
+class Result:
+    def __init__(self, rc, out, err):
+        self.rc, self.out, self.err = rc, out, err
+
+    def text(self):
+        return self.out.decode("utf-8")
+
+    def errtext(self):
+        return self.err.decode("utf-8", "replace")
+
+    def __repr__(self):
+        return f"rc={self.rc} stdout={self.out[:300]!r} stderr={self.err[:600]!r}"
+
+
+def expect(r, rc, what=""):
+    check(r.rc == rc, f"{what}: expected exit status {rc}, got {r!r}")
+    if rc != EXIT_OK:
+        lines = [l for l in r.errtext().splitlines() if l.startswith("chstate: ") and "waiting for" not in l]
+        check(len(lines) >= 1, f"{what}: no 'chstate: …' error line on stderr: {r!r}")
+    return r
+
+
+class Store:
+    """One store the binary is pointed at (through the environment)."""
+
+    def __init__(self, binary, name, env, work):
+        self.binary, self.name, self.env, self.work = binary, name, env, work
+
+    def run(self, *args, input=None, env=None, timeout=120):
+        e = dict(self.env)
+        if env:
+            e.update(env)
+        p = subprocess.run([self.binary, *args], input=input, capture_output=True, env=e, timeout=timeout)
+        return Result(p.returncode, p.stdout, p.stderr)
+
+    def popen(self, *args, env=None):
+        e = dict(self.env)
+        if env:
+            e.update(env)
+        return subprocess.Popen([self.binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e)
+
+    def set(self, sid, obj_text, *extra):
+        return expect(self.run("state", "set", sid, obj_text, "--force", *extra), EXIT_OK, f"set {sid!r}")
+
+    def get(self, sid):
+        return expect(self.run("state", "get", sid), EXIT_OK, f"get {sid!r}").out
+
+    def ids(self):
+        return expect(self.run("state", "list", "--null"), EXIT_OK, "list --null").out.split(b"\0")[:-1]
+
+    def clear_all(self):
+        expect(self.run("state", "clear", "--all", "--force"), EXIT_OK, "clear --all")
+
+
+def base_env():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MELTANO_STATE_BACKEND")}
+    env.pop("VISUAL", None)
+    env.pop("EDITOR", None)
+    return env
+
+
+def compact(obj):
+    return json.dumps(obj, separators=(",", ":"))
+
+
+# States whose values Python's json module writes in every tricky way.
+TRICKY = (
+    '{"singer_state": {"bookmarks": {"orders": {"replication_key_value": 18446744073709551616, '
+    '"since": 1700000000.8702567, "neg": -9223372036854775809, "huge": '
+    + "1" * 400
+    + ', "nan": NaN, "inf": Infinity, "ninf": -Infinity, "negzero": -0.0, "e16": 1e+16, '
+    '"tiny": 5e-324, "one": 1, "onef": 1.0, "z": 1, "a": 2, "m": 3, "text": "caf\\u00e9 \\ud83d\\ude00 '
+    'tab\\t nl\\n", "lone": "\\ud800", "list": [1, [2, {"b": 1, "a": 0}], null, true, false]}}}}'
+)
+
+
+# ---- commands on one store ---------------------------------------------------------
+
+
+def t_set_get_exact(s):
+    s.set("dev:tap-a-to-target-b", TRICKY)
+    expected = json.loads(TRICKY)
+    out = s.get("dev:tap-a-to-target-b")
+    check(out == (compact(expected) + "\n").encode(), f"get differs from Python's compact dump:\n{out[:400]!r}")
+    pretty = expect(s.run("state", "get", "dev:tap-a-to-target-b", "--format", "pretty"), EXIT_OK, "pretty").out
+    check(pretty == (json.dumps(expected, indent=2) + "\n").encode(), "get --format pretty differs from indent=2")
+    # Stored as the completed state, partial empty (as meltano state set).
+    exported = json.loads(expect(s.run("state", "export"), EXIT_OK, "export").out)
+    check(exported["dev:tap-a-to-target-b"]["partial"] == {}, "set left a partial state")
+    check(list(exported["dev:tap-a-to-target-b"]["completed"]["singer_state"]["bookmarks"]["orders"]) ==
+          list(expected["singer_state"]["bookmarks"]["orders"]), "key order changed")
+
+
+def t_set_validation(s):
+    sid = "dev:validate"
+    expect(s.run("state", "set", sid, "not json", "--force"), EXIT_INVALID, "not JSON")
+    expect(s.run("state", "set", sid, "[1, 2]", "--force"), EXIT_INVALID, "an array")
+    r = expect(s.run("state", "set", sid, '{"bookmarks": {}}', "--force"), EXIT_INVALID, "no singer_state")
+    check("singer_state" in r.errtext() and "--no-validate" in r.errtext(), f"message names the rule: {r!r}")
+    expect(s.run("state", "get", sid), EXIT_NOT_FOUND, "nothing was written")
+    r = expect(s.run("state", "set", sid, '{"singer_state": {}}'), EXIT_USAGE, "no --force without a terminal")
+    check("--force" in r.errtext(), f"names --force: {r!r}")
+    expect(s.run("state", "get", sid), EXIT_NOT_FOUND, "nothing was written without --force")
+    expect(s.run("state", "set", sid, '{"singer_state": {}}', "--input-file", "x", "--force"), EXIT_USAGE, "both")
+    expect(s.run("state", "set", sid, "--force"), EXIT_USAGE, "neither")
+    s.set(sid, '{"bookmarks": {"x": 1}}', "--no-validate")
+    check(s.get(sid) == b'{"bookmarks":{"x":1}}\n', "--no-validate stored the object")
+    path = os.path.join(s.work, "state.json")
+    with open(path, "w") as f:
+        f.write('{"singer_state": {"from": "file"}}')
+    expect(s.run("state", "set", sid, "--input-file", path, "--force"), EXIT_OK, "--input-file")
+    check(s.get(sid) == b'{"singer_state":{"from":"file"}}\n', "--input-file stored")
+    expect(s.run("state", "set", sid, "--input-file", "-", "--force", input=b'{"singer_state": {"from": "stdin"}}'),
+           EXIT_OK, "--input-file -")
+    check(s.get(sid) == b'{"singer_state":{"from":"stdin"}}\n', "stdin stored")
+    expect(s.run("state", "set", sid, "--input-file", os.path.join(s.work, "missing.json"), "--force"),
+           EXIT_FAILURE, "unreadable file")
+    deep = '{"singer_state": ' + "[" * 100001 + "]" * 100001 + "}"
+    expect(s.run("state", "set", sid, "--input-file", "-", "--force", input=deep.encode()), EXIT_INVALID, "too deep")
+    big = '{"singer_state": ' + "9" * 4301 + "}"
+    expect(s.run("state", "set", sid, big, "--force"), EXIT_INVALID, "an integer Python cannot read")
+
+
+def t_get_missing(s):
+    r = expect(s.run("state", "get", "dev:none"), EXIT_NOT_FOUND, "missing")
+    check(r.out == b"", "nothing on stdout")
+    r = expect(s.run("state", "get", "dev:none", "--missing-ok"), EXIT_OK, "--missing-ok")
+    check(r.out == b"{}\n", f"--missing-ok prints {{}}: {r!r}")
+    expect(s.run("state", "get", "x", "--format", "yaml"), EXIT_USAGE, "bad format")
+
+
+def t_list(s):
+    s.clear_all()
+    r = expect(s.run("state", "list"), EXIT_OK, "empty list")
+    check(r.out == b"", "empty store lists nothing")
+    for sid in ["dev_a1", "devXa2", "prod:b", "dev_a?"]:
+        s.set(sid, '{"singer_state": {}}')
+    check(expect(s.run("state", "list"), EXIT_OK, "list").out == b"devXa2\ndev_a1\ndev_a?\nprod:b\n", "all ids, in byte order")
+    check(expect(s.run("state", "list", "--pattern", "dev_a*"), EXIT_OK, "glob").out == b"dev_a1\ndev_a?\n",
+          "_ is literal, * a wildcard")
+    check(expect(s.run("state", "list", "--pattern=dev?a?"), EXIT_OK, "?").out == b"devXa2\ndev_a1\ndev_a?\n",
+          "? is one character")
+    check(expect(s.run("state", "list", "--pattern", "nothing*"), EXIT_OK, "no match").out == b"", "no match")
+
+
+def t_unusual_ids(s):
+    s.clear_all()
+    s.set("plain", '{"singer_state": {}}')
+    s.set(b"bad\xff\xfeid", '{"singer_state": {"x": 1}}')
+    s.set("two\nlines", '{"singer_state": {}}')
+    r = expect(s.run("state", "list"), EXIT_FAILURE, "an id with a newline")
+    check(b"bad\xff\xfeid\n" in r.out and b"plain\n" in r.out, f"the others are listed: {r!r}")
+    check("--null" in r.errtext(), "points at --null")
+    check(sorted(s.ids()) == sorted([b"bad\xff\xfeid", b"plain", b"two\nlines"]), "--null lists every id exactly")
+    check(s.get(b"bad\xff\xfeid") == b'{"singer_state":{"x":1}}\n', "a non-UTF-8 id is addressable")
+    r = expect(s.run("state", "export"), EXIT_FAILURE, "export with a non-UTF-8 id")
+    check(r.out == b"", "export wrote nothing")
+    check("not UTF-8" in r.errtext(), f"names the problem: {r!r}")
+    expect(s.run("state", "move", b"bad\xff\xfeid", "renamed", "--force"), EXIT_OK, "rename it")
+    doc = json.loads(expect(s.run("state", "export"), EXIT_OK, "export after the rename").out)
+    check(sorted(doc) == ["plain", "renamed", "two\nlines"], f"exported ids: {sorted(doc)}")
+    s.clear_all()
+
+
+def t_merge(s):
+    s.clear_all()
+    s.set("src", '{"singer_state": {"bookmarks": {"a": {"v": 1}, "b": [1, 2]}}}')
+    s.set("dst", '{"singer_state": {"bookmarks": {"a": {"w": 2}, "b": [3], "c": 1}}}')
+    expect(s.run("state", "merge", "src", "dst"), EXIT_OK, "merge SRC DST")
+    check(s.get("dst") == (compact({"singer_state": {"bookmarks": {"a": {"w": 2, "v": 1}, "b": [1, 2], "c": 1}}}) + "\n").encode(),
+          f"merged view: {s.get('dst')!r}")
+    expect(s.run("state", "merge", "dst", "--from-state", '{"singer_state": {"bookmarks": {"d": 18446744073709551617}}}'),
+           EXIT_OK, "--from-state")
+    check(b'"d":18446744073709551617' in s.get("dst"), "--from-state merged exactly")
+    path = os.path.join(s.work, "m.json")
+    with open(path, "w") as f:
+        f.write('{"singer_state": {"bookmarks": {"e": NaN}}}')
+    expect(s.run("state", "merge", "dst", "--input-file", path), EXIT_OK, "--input-file")
+    check(b'"e":NaN' in s.get("dst"), "--input-file merged")
+    expect(s.run("state", "merge", "fresh", "--from-state-id", "src"), EXIT_OK, "--from-state-id")
+    check(s.get("fresh") == s.get("src"), "merge into an id without state")
+    exported = json.loads(expect(s.run("state", "export"), EXIT_OK, "export").out)
+    check(exported["fresh"]["completed"] == {} and exported["fresh"]["partial"] == json.loads(s.get("src")),
+          "merge writes the partial state")
+    expect(s.run("state", "merge", "nope", "dst"), EXIT_NOT_FOUND, "missing source")
+    expect(s.run("state", "merge", "dst", "--from-state", '{"x": 1}'), EXIT_INVALID, "no singer_state")
+    expect(s.run("state", "merge", "dst", "--from-state", '{"x": 1}', "--no-validate"), EXIT_OK, "--no-validate")
+    expect(s.run("state", "merge", "dst", "--from-state", "{nope"), EXIT_INVALID, "not JSON")
+    expect(s.run("state", "merge", "src", '{"singer_state": {}}'), EXIT_USAGE, "Meltano's merge ID JSON form")
+    expect(s.run("state", "merge", "dst"), EXIT_USAGE, "nothing to merge")
+    expect(s.run("state", "merge", "dst", "--from-state", "{}", "--from-state-id", "src"), EXIT_USAGE, "two sources")
+    expect(s.run("state", "merge", "src", "src"), EXIT_INVALID, "src == dst")
+    s.set("nosinger", '{"x": 1}', "--no-validate")
+    expect(s.run("state", "merge", "nosinger", "dst"), EXIT_INVALID, "source without singer_state")
+
+
+def t_copy_move(s):
+    s.clear_all()
+    s.set("a", TRICKY)
+    expect(s.run("state", "copy", "a", "b"), EXIT_USAGE, "copy without --force")
+    expect(s.run("state", "get", "b"), EXIT_NOT_FOUND, "nothing copied without --force")
+    expect(s.run("state", "copy", "a", "b", "--force"), EXIT_OK, "copy")
+    check(s.get("b") == s.get("a"), "copy is exact")
+    expect(s.run("state", "copy", "missing", "b", "--force"), EXIT_NOT_FOUND, "copy from nothing")
+    expect(s.run("state", "move", "b", "c", "--force"), EXIT_OK, "move")
+    expect(s.run("state", "get", "b"), EXIT_NOT_FOUND, "move cleared the source")
+    check(s.get("c") == s.get("a"), "move is exact")
+    expect(s.run("state", "move", "c", "c", "--force"), EXIT_INVALID, "move onto itself")
+    check(s.get("c") == s.get("a"), "move onto itself kept the state")
+    expect(s.run("state", "move", "missing", "d", "--force"), EXIT_NOT_FOUND, "move from nothing")
+    expect(s.run("state", "copy", "a"), EXIT_USAGE, "one id")
+
+
+def t_clear(s):
+    s.clear_all()
+    for sid in ["x", "y", "z"]:
+        s.set(sid, '{"singer_state": {}}')
+    expect(s.run("state", "clear", "x"), EXIT_USAGE, "clear without --force")
+    expect(s.run("state", "clear", "x", "--force"), EXIT_OK, "clear")
+    expect(s.run("state", "get", "x"), EXIT_NOT_FOUND, "cleared")
+    expect(s.run("state", "clear", "never-set", "--force"), EXIT_OK, "clear of an id without state")
+    expect(s.run("state", "clear", "--force"), EXIT_USAGE, "neither id nor --all")
+    expect(s.run("state", "clear", "y", "--all", "--force"), EXIT_USAGE, "both")
+    r = expect(s.run("state", "clear", "--all", "--force"), EXIT_OK, "clear --all")
+    check("2 state(s)" in r.errtext(), f"counts: {r!r}")
+    check(s.ids() == [], "store empty")
+
+
+EDITOR_SCRIPT = r'''#!/usr/bin/env python3
+import json, os, sys
+path = sys.argv[-1]
+mode = os.environ["EDIT_MODE"]
+text = open(path).read()
+with open(os.environ["EDIT_SEEN"], "w") as f:
+    f.write(text)
+if mode == "modify":
+    obj = json.loads(text)
+    obj.setdefault("singer_state", {}).setdefault("bookmarks", {})["edited"] = 18446744073709551616
+    text = json.dumps(obj, indent=4)
+elif mode == "garbage":
+    text = "{ not json"
+elif mode == "empty":
+    text = "\n"
+elif mode == "nosinger":
+    text = '{"bookmarks": {}}'
+elif mode == "fail":
+    sys.exit(3)
+with open(path, "w") as f:
+    f.write(text)
+'''
+
+
+def t_edit(s):
+    s.clear_all()
+    editor = os.path.join(s.work, "editor.py")
+    with open(editor, "w") as f:
+        f.write(EDITOR_SCRIPT)
+    os.chmod(editor, 0o755)
+    seen = os.path.join(s.work, "seen.json")
+
+    def edit(mode, sid="job", *extra):
+        return s.run("state", "edit", sid, "--force", *extra,
+                     env={"EDITOR": editor, "EDIT_MODE": mode, "EDIT_SEEN": seen})
+
+    s.set("job", '{"singer_state": {"bookmarks": {"a": 1.5}}}')
+    s.run("state", "merge", "job", "--from-state", '{"singer_state": {"bookmarks": {"b": 2}}}')
+    expect(edit("modify"), EXIT_OK, "edit")
+    with open(seen) as f:
+        check(f.read() == json.dumps({"singer_state": {"bookmarks": {"a": 1.5, "b": 2}}}, indent=2) + "\n",
+              "the editor saw the merged state, indented")
+    check(s.get("job") == b'{"singer_state":{"bookmarks":{"a":1.5,"b":2,"edited":18446744073709551616}}}\n',
+          f"edited state stored: {s.get('job')!r}")
+    exported = json.loads(s.run("state", "export").out)
+    check(exported["job"]["partial"] == {}, "stored as the completed state")
+    before = s.get("job")
+    r = expect(edit("none"), EXIT_OK, "unchanged")
+    check("no changes" in r.errtext(), f"says so: {r!r}")
+    expect(edit("empty"), EXIT_OK, "emptied")
+    check(s.get("job") == before, "empty content changes nothing")
+    r = expect(edit("garbage"), EXIT_INVALID, "invalid JSON")
+    check("kept in" in r.errtext(), f"names the kept file: {r!r}")
+    kept = r.errtext().split("kept in ")[1].split(")")[0]
+    check(os.path.exists(kept), "the edit is kept")
+    os.unlink(kept)
+    expect(edit("nosinger"), EXIT_INVALID, "no singer_state")
+    expect(edit("fail"), EXIT_FAILURE, "the editor failed")
+    check(s.get("job") == before, "refused edits change nothing")
+    expect(s.run("state", "edit", "job", env={"EDITOR": editor, "EDIT_MODE": "modify", "EDIT_SEEN": seen}),
+           EXIT_USAGE, "edit without --force")
+    expect(edit("modify", "newjob"), EXIT_OK, "edit of an id without state")
+    with open(seen) as f:
+        check(f.read() == "{}\n", "a new state starts as {}")
+    check(s.get("newjob") == b'{"singer_state":{"bookmarks":{"edited":18446744073709551616}}}\n', "new state stored")
+
+
+def tricky_states():
+    """id -> {"completed": …, "partial": …} texts, as Python would write them."""
+    return {
+        "dev:tap-a-to-target-b": json.loads('{"completed": ' + TRICKY + ', "partial": {}}'),
+        "dev:partial-only": {"completed": {}, "partial": {"singer_state": {"bookmarks": {"p": 0.1, "q": [0.30000000000000004]}}}},
+        "dev:both": {"completed": {"singer_state": {"a": 1}}, "partial": {"singer_state": {"b": float("nan")}}},
+        "ünïcode:\U0001F600": {"completed": {"singer_state": {"k": "v"}}, "partial": {}},
+        "lone:\ud800": {"completed": {"singer_state": {"\udfff": "\ud83d"}}, "partial": {}},
+    }
+
+
+def t_export_import_roundtrip(a, b):
+    a.clear_all()
+    b.clear_all()
+    states = tricky_states()
+    # A document in Meltano's own export format, written by Python.
+    meltano_doc = compact(states)
+    path = os.path.join(a.work, "meltano-export.json")
+    with open(path, "w") as f:
+        f.write(meltano_doc)
+    r = expect(a.run("state", "import", path), EXIT_OK, f"import into {a.name}")
+    check("imported 5 state(s)" in r.errtext(), f"counts: {r!r}")
+    expected = (compact(dict(sorted(states.items(), key=lambda kv: kv[0].encode("utf-8", "surrogatepass")))) + "\n").encode()
+    out = expect(a.run("state", "export"), EXIT_OK, f"export from {a.name}").out
+    check(out == expected, f"export of {a.name} differs from Python's dump:\n{out[:500]!r}\n{expected[:500]!r}")
+    # Into the other store through standard input, and out again.
+    expect(b.run("state", "import", "-", input=out), EXIT_OK, f"import into {b.name}")
+    out_file = os.path.join(b.work, "export.json")
+    expect(b.run("state", "export", "--output", out_file), EXIT_OK, f"export from {b.name}")
+    with open(out_file, "rb") as f:
+        check(f.read() == expected, f"{a.name} -> {b.name} is not byte-exact")
+    check(b.get("dev:tap-a-to-target-b") == (compact(json.loads(TRICKY)) + "\n").encode(), "get after import")
+    # Importing again overwrites and keeps other ids.
+    b.set("other", '{"singer_state": {}}')
+    expect(b.run("state", "import", out_file), EXIT_OK, "import again")
+    check(len(b.ids()) == 6, "import leaves other ids alone")
+
+
+def t_import_validation(s):
+    s.clear_all()
+    s.set("keep", '{"singer_state": {"k": 1}}')
+
+    def imp(text, what):
+        r = expect(s.run("state", "import", "-", input=text.encode()), EXIT_INVALID, what)
+        check(s.ids() == [b"keep"], f"{what}: nothing written")
+        return r
+
+    imp("{nope", "not JSON")
+    imp("[]", "not an object")
+    imp('{"a": {"completed": {}, "partial": {}}, "b": {"completed": [], "partial": {}}}', "a part not an object")
+    imp('{"a": {"completed": {}, "partial": {}}, "b": {"completed": {}, "extra": {}}}', "an unknown key")
+    imp('{"a": {"completed": {}}, "": {"completed": {}}}', "an empty id")
+    imp('{"a": {"completed": {}}, "b": 5}', "an entry not an object")
+    imp('{"a": {"completed": {}}, "b": {"completed": {"n": ' + "9" * 4301 + "}}}", "an unwritable integer")
+    expect(s.run("state", "import", os.path.join(s.work, "missing.json")), EXIT_FAILURE, "missing file")
+    expect(s.run("state", "import", "a", "b"), EXIT_USAGE, "two files")
+
+
+def t_progress(s):
+    s.clear_all()
+    n = 1200
+    doc = compact({f"job:{i:05d}": {"completed": {"singer_state": {"i": i}}, "partial": {}} for i in range(n)})
+    r = expect(s.run("state", "import", "-", input=doc.encode()), EXIT_OK, "import of many states")
+    check(f"chstate: import: {n}/{n} states done" in r.errtext(), f"progress on stderr: {r.errtext()[-300:]!r}")
+    r = expect(s.run("state", "export"), EXIT_OK, "export of many states")
+    check(r.out == (doc + "\n").encode(), "many states round-trip")
+    check(f"chstate: export: {n}/{n} states done" in r.errtext(), "export progress")
+    r = expect(s.run("state", "export", "--no-progress", "-q"), EXIT_OK, "quiet export")
+    check(r.err == b"", f"nothing on stderr: {r.err[:200]!r}")
+    s.clear_all()
+    s.set("one", '{"singer_state": {}}')
+    r = expect(s.run("state", "export"), EXIT_OK, "small export")
+    check("states done" not in r.errtext(), "no progress for a few states")
+    r = expect(s.run("state", "export", "--progress"), EXIT_OK, "forced progress")
+    check("chstate: export: 1/1 states done" in r.errtext(), f"--progress: {r!r}")
+
+
+def wait_for(path, proc, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if proc.poll() is not None:
+            raise Failed(f"the locking process ended early: {proc.returncode} {proc.stderr.read()[:500]!r}")
+        if time.monotonic() > deadline:
+            raise Failed(f"{path} did not appear")
+        time.sleep(0.05)
+
+
+def t_lock(s):
+    s.clear_all()
+    r = expect(s.run("lock", "job", "--", "sh", "-c", 'echo "$CHSTATE_LOCK_STATE_ID"; exit 7'), 7, "exit status passed")
+    check(r.out == b"job\n", f"the command saw its id: {r!r}")
+    expect(s.run("lock", "job", "--", "sh", "-c", "kill -KILL $$"), 128 + 9, "killed command")
+    expect(s.run("lock", "job", "--", "no-such-command-chstate"), 127, "command not found")
+    expect(s.run("lock", "job", "sh"), EXIT_USAGE, "no --")
+    expect(s.run("lock", "job", "--"), EXIT_USAGE, "no command")
+
+    # A second lock on the same id is excluded while the first holds it.
+    marker = os.path.join(s.work, "holding")
+    release = os.path.join(s.work, "release")
+    for p in (marker, release):
+        if os.path.exists(p):
+            os.unlink(p)
+    first = s.popen("lock", "job", "--", "sh", "-c",
+                    f'touch {marker}; while [ ! -e {release} ]; do sleep 0.05; done; exit 5')
+    try:
+        wait_for(marker, first)
+        started = time.monotonic()
+        r = expect(s.run("--lock-timeout", "1", "lock", "job", "--", "touch", os.path.join(s.work, "second-ran")),
+                   EXIT_LOCKED, "second lock")
+        check(not os.path.exists(os.path.join(s.work, "second-ran")), "the second command did not run")
+        check(time.monotonic() - started < 30, "the second lock gave up after its timeout")
+        # A write that takes the lock waits too.
+        expect(s.run("--lock-timeout", "1", "state", "set", "job", '{"singer_state": {}}', "--force"),
+               EXIT_LOCKED, "set while locked")
+    finally:
+        open(release, "w").close()
+        out, err = first.communicate(timeout=120)
+    check(first.returncode == 5, f"first lock passes its command's status: {first.returncode} {err!r}")
+    expect(s.run("--lock-timeout", "5", "lock", "job", "--", "true"), EXIT_OK, "lock free again after release")
+
+
+def t_lock_signal(s):
+    marker = os.path.join(s.work, "trap-ready")
+    if os.path.exists(marker):
+        os.unlink(marker)
+    p = s.popen("lock", "sig", "--", "sh", "-c",
+                f'trap "exit 42" TERM; touch {marker}; while :; do sleep 0.05; done')
+    wait_for(marker, p)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    check(p.returncode == 42, f"SIGTERM reached the command, its status came back: {p.returncode} {err!r}")
+    expect(s.run("--lock-timeout", "5", "lock", "sig", "--", "true"), EXIT_OK, "released after the signal")
+
+
+# ---- engine-independent ------------------------------------------------------------
+
+
+HELP_COMMANDS = [[], ["state"], ["state", "list"], ["state", "get"], ["state", "set"], ["state", "merge"],
+                 ["state", "copy"], ["state", "move"], ["state", "clear"], ["state", "edit"], ["state", "export"],
+                 ["state", "import"], ["lock"]]
+
+
+def t_help(s):
+    for words in HELP_COMMANDS:
+        r = expect(s.run(*words, "--help"), EXIT_OK, f"{words} --help")
+        check(b"Usage" in r.out, f"{words} --help prints usage: {r!r}")
+        check(r.err == b"", "help writes nothing on stderr")
+        check(expect(s.run("help", *words), EXIT_OK, f"help {words}").out == r.out, "help COMMAND is COMMAND --help")
+    top = s.run("--help").text()
+    for word in ["Exit status", "MELTANO_STATE_BACKEND_URI", ".local/state/chstate", "export", "lock"]:
+        check(word in top, f"chstate --help mentions {word}")
+    check(s.run("--version").out.startswith(b"chstate "), "--version")
+
+
+def t_usage(s):
+    for args in [[], ["frob"], ["state"], ["state", "frob"], ["state", "get"], ["state", "get", "a", "b"],
+                 ["state", "list", "--bogus"], ["state", "get", "x", "--pattern", "p"], ["--lock-timeout", "x", "state", "list"],
+                 ["--lock-mode", "sloppy", "state", "list"], ["state", "list", "--pattern"]]:
+        r = expect(s.run(*args), EXIT_USAGE, f"usage {args}")
+        check(len(r.err.splitlines()) == 1, f"{args}: one line: {r!r}")
+
+
+def t_connection_errors(binary, work):
+    env = base_env()
+    env["MELTANO_STATE_BACKEND_CLICKHOUSE_PASSWORD"] = "s3cret-pw"
+    s = Store(binary, "nowhere", env, work)
+    r = expect(s.run("--uri", "clickhouse://u@127.0.0.1:1/db", "state", "list"), EXIT_CONNECTION, "refused port")
+    check("s3cret-pw" not in r.errtext(), "no password in the message")
+    check(len(r.err.splitlines()) == 1, f"one line: {r!r}")
+    expect(s.run("--uri", "nope://x", "state", "list"), EXIT_USAGE, "bad URI")
+    expect(s.run("--uri", "clickhouse://127.0.0.1/db", "state", "list"), EXIT_USAGE, "URI without user")
+    r = expect(s.run("--uri", "clickhouse://u:topsecret@127.0.0.1:1/db", "state", "get", "x"), EXIT_CONNECTION, "password in URI")
+    check("topsecret" not in r.errtext(), "no password from the URI in the message")
+
+
+def t_wrong_password(server_uri_no_pw, binary, work):
+    env = base_env()
+    env["MELTANO_STATE_BACKEND_URI"] = server_uri_no_pw
+    env["MELTANO_STATE_BACKEND_CLICKHOUSE_PASSWORD"] = "wrong-password-xyz"
+    r = expect(Store(binary, "wrong", env, work).run("state", "list"), EXIT_SERVER, "wrong password")
+    check("wrong-password-xyz" not in r.errtext(), "no password in the message")
+
+
+def t_default_folder(binary, work):
+    home = os.path.join(work, "home")
+    os.makedirs(home, exist_ok=True)
+    env = base_env()
+    env["HOME"] = home
+    env.pop("XDG_STATE_HOME", None)
+    s = Store(binary, "default", env, work)
+    s.set("d", '{"singer_state": {"x": 1}}')
+    check(os.path.isdir(os.path.join(home, ".local/state/chstate")), "state in $HOME/.local/state/chstate")
+    check(s.get("d") == b'{"singer_state":{"x":1}}\n', "read back")
+    check(os.path.join(home, ".local/state/chstate") in s.run("--help").text(), "--help prints the folder")
+    xdg = os.path.join(work, "xdg")
+    env["XDG_STATE_HOME"] = xdg
+    s = Store(binary, "xdg", env, work)
+    s.set("e", '{"singer_state": {}}')
+    check(os.path.isdir(os.path.join(xdg, "chstate")), "state in $XDG_STATE_HOME/chstate")
+    check(s.ids() == [b"e"], "a folder of its own")
+
+
+def t_embedded_busy(s):
+    """chDB serves a folder to one process: a second chstate waits for it, then reports it locked."""
+    marker = os.path.join(s.work, "busy")
+    release = os.path.join(s.work, "busy-release")
+    for p in (marker, release):
+        if os.path.exists(p):
+            os.unlink(p)
+    holder = s.popen("lock", "other-id", "--", "sh", "-c",
+                     f'touch {marker}; while [ ! -e {release} ]; do sleep 0.05; done')
+    try:
+        wait_for(marker, holder)
+        r = expect(s.run("--lock-timeout", "1", "state", "list"), EXIT_LOCKED, "folder in use")
+        check("in use by another process" in r.errtext(), f"says why: {r!r}")
+        # A waiting command proceeds once the folder is free.
+        waiter = s.popen("--lock-timeout", "30", "state", "list")
+        time.sleep(1)
+        open(release, "w").close()
+        out, err = waiter.communicate(timeout=60)
+        check(waiter.returncode == 0, f"the waiting command ran: {waiter.returncode} {err!r}")
+    finally:
+        open(release, "w").close()
+        holder.communicate(timeout=60)
+
+
+# ---- main --------------------------------------------------------------------------
+
+
+def server_settings(server_dir):
+    envfile = os.path.join(server_dir, "env")
+    if not os.path.exists(envfile):
+        raise SystemExit(f"test_cli.py: no server: {envfile} does not exist "
+                         f"(bash scripts/clickhouse-server.sh start DIR; pass --server-dir DIR)")
+    settings = {}
+    with open(envfile) as f:
+        for line in f:
+            if line.startswith("export ") and "=" in line:
+                k, v = line[len("export "):].strip().split("=", 1)
+                settings[k] = v
+    with open(settings["CHSTATE_TEST_HTTP_PASSWORD_FILE"]) as f:
+        settings["password"] = f.read().strip()
+    return settings
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("binary")
+    ap.add_argument("--server-dir", default=os.environ.get("CHSTATE_TEST_SERVER_DIR"))
+    args = ap.parse_args()
+    binary = os.path.abspath(args.binary)
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        print(f"test_cli.py: {binary} is not an executable (build the chstate_cli target)", file=sys.stderr)
+        print("cli: cases=0 failures=1")
+        return 1
+    if not args.server_dir:
+        print("test_cli.py: no server: set CHSTATE_TEST_SERVER_DIR or pass --server-dir", file=sys.stderr)
+        print("cli: cases=0 failures=1")
+        return 1
+    srv = server_settings(args.server_dir)
+
+    work = tempfile.mkdtemp(prefix="chstate-cli.")
+    schema = "cli_" + uuid.uuid4().hex[:12]
+    try:
+        user = urllib.parse.quote(srv["CHSTATE_TEST_HTTP_USER"], safe="")
+        uri_no_pw = f"clickhouse://{user}@{srv['CHSTATE_TEST_HTTP_HOST']}:{srv['CHSTATE_TEST_HTTP_PORT']}/default"
+
+        def chdb_store(name):
+            d = os.path.join(work, name)
+            os.makedirs(d, exist_ok=True)
+            env = base_env()
+            env["MELTANO_STATE_BACKEND_URI"] = "chdb://" + os.path.join(d, "db")
+            return Store(binary, name, env, d)
+
+        def server_store(name, schema_name):
+            d = os.path.join(work, name)
+            os.makedirs(d, exist_ok=True)
+            env = base_env()
+            env["MELTANO_STATE_BACKEND_URI"] = f"{uri_no_pw}?schema={schema_name}"
+            env["MELTANO_STATE_BACKEND_CLICKHOUSE_PASSWORD"] = srv["password"]
+            return Store(binary, name, env, d)
+
+        chdb = chdb_store("chdb")
+        server = server_store("server", schema)
+        chdb2 = chdb_store("chdb2")
+        server2 = server_store("server2", schema + "_b")
+
+        case("help", t_help, chdb)
+        case("usage", t_usage, chdb)
+        case("connection errors", t_connection_errors, binary, work)
+        case("server: wrong password", t_wrong_password, f"{uri_no_pw}?schema={schema}", binary, work)
+        case("default embedded folder", t_default_folder, binary, work)
+        for s in (chdb, server):
+            case(f"{s.name}: set/get exact values", t_set_get_exact, s)
+            case(f"{s.name}: set validation", t_set_validation, s)
+            case(f"{s.name}: get missing", t_get_missing, s)
+            case(f"{s.name}: list", t_list, s)
+            case(f"{s.name}: unusual ids", t_unusual_ids, s)
+            case(f"{s.name}: merge", t_merge, s)
+            case(f"{s.name}: copy/move", t_copy_move, s)
+            case(f"{s.name}: clear", t_clear, s)
+            case(f"{s.name}: edit", t_edit, s)
+            case(f"{s.name}: import validation", t_import_validation, s)
+            case(f"{s.name}: progress", t_progress, s)
+            case(f"{s.name}: lock", t_lock, s)
+            case(f"{s.name}: lock forwards signals", t_lock_signal, s)
+        case("export chdb -> import server", t_export_import_roundtrip, chdb, server2)
+        case("export server -> import chdb", t_export_import_roundtrip, server, chdb2)
+        case("chdb: folder in use by another process", t_embedded_busy, chdb)
+        for s in (server, server2):
+            s.run("state", "clear", "--all", "--force")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"cli: cases={cases} failures={failures}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

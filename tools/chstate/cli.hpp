@@ -1,0 +1,197 @@
+// tools/chstate/cli.hpp — the parts of the `chstate` command-line tool that
+// need neither Asio nor the store: exit codes, argument parsing, JSON text
+// layout, files, the terminal, progress, the editor and child processes.
+// Implemented in cli.cpp and help.cpp; the store and the commands are in
+// main.cpp (the one translation unit that includes Boost.Beast).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <signal.h>
+
+namespace chstate_cli {
+
+/// The process's exit status, one per class of failure (documented in
+/// `chstate --help`). `lock` exits with its command's status instead once
+/// the command has started.
+enum exit_status : int {
+    exit_ok = 0,
+    exit_failure = 1,       ///< anything not below (a file that cannot be read, …)
+    exit_usage = 2,         ///< bad arguments or configuration; refused without --force
+    exit_not_found = 3,     ///< the state the command needs does not exist
+    exit_locked = 4,        ///< the lock was not acquired in time, or was lost
+    exit_server = 5,        ///< ClickHouse refused the statement, or a stored state is unreadable
+    exit_connection = 6,    ///< network, connection, timeout; the embedded engine could not be opened
+    exit_invalid_input = 7, ///< the state given is not JSON, not an object, lacks singer_state, …
+};
+
+/// A failure with its exit status; main prints `chstate: <command>: <message>`.
+struct failure : std::runtime_error {
+    int status;
+    failure(int s, const std::string& message) : std::runtime_error(message), status(s) {}
+};
+inline failure usage_error(const std::string& message) { return failure(exit_usage, message); }
+
+/// `message` as one line: control characters (newlines, tabs, escape
+/// sequences from a state id) written as \xNN.
+std::string one_line(std::string_view message);
+
+/// `id` quoted for a message, one line (see one_line).
+std::string quoted(std::string_view id);
+
+// ---- arguments ----------------------------------------------------------------
+
+/// The options every command accepts (before or after the command words).
+struct global_options {
+    std::optional<std::string> uri;
+    std::optional<double> lock_timeout_seconds;
+    std::optional<std::string> lock_mode; ///< "automatic", "seed-compatible" or "strict"
+    bool quiet = false;
+};
+
+/// One command line, split up. `words` are the command's positional
+/// arguments after the command words ("state", "get"); `options` hold each
+/// option's values (flags hold one empty string per use).
+struct invocation {
+    std::string command;                ///< "", "state", "state get", …, "lock"
+    std::vector<std::string> words;     ///< positional arguments after the command
+    std::map<std::string, std::vector<std::string>> options;
+    std::vector<std::string> child;     ///< lock: the command after `--`
+    bool dash_dash = false;             ///< a `--` was given
+    bool help = false;
+    bool version = false;
+    global_options global;
+
+    bool flag(const std::string& name) const { return options.count(name) != 0; }
+    std::optional<std::string> value(const std::string& name) const;
+};
+
+/// Splits argv. Throws failure(exit_usage) for unknown commands and options,
+/// an option given where its command does not take it, or a missing value.
+invocation parse_command_line(int argc, char** argv);
+
+/// The usage text of `command` ("" for the tool itself, "state" for the group).
+std::string help_text(const std::string& command);
+
+/// `chstate --version`.
+std::string version_text();
+
+// ---- JSON text ------------------------------------------------------------------
+
+/// `text` as written by json.dumps with its default separators (", ", ": ")
+/// — what chstate::serialize_json writes — rewritten as
+/// json.dumps(obj, separators=(",", ":")) would write the same value.
+std::string compact_json(std::string_view text);
+
+/// The same text as json.dumps(obj, indent=2) would write it.
+std::string indented_json(std::string_view text);
+
+// ---- files and the terminal --------------------------------------------------
+
+/// The whole file ("-": standard input). Throws failure(exit_failure).
+std::string read_file(const std::string& path);
+
+/// Writes `data` to `path` through a temporary file in the same folder,
+/// renamed into place. Throws failure(exit_failure).
+void write_file_atomically(const std::string& path, std::string_view data);
+
+/// Writes all of `data` to standard output. Throws failure(exit_failure).
+void write_stdout(std::string_view data);
+
+bool stdin_is_terminal();
+bool stderr_is_terminal();
+
+/// Asks `question [y/N]` on the terminal (standard input and error) when
+/// standard input is one; true only for y/yes. Without a terminal throws
+/// failure(exit_usage) naming --force.
+bool confirm(const std::string& question);
+
+/// Where the embedded store lives when nothing is configured:
+/// $XDG_STATE_HOME/chstate, else $HOME/.local/state/chstate; nullopt when
+/// neither variable is set.
+std::optional<std::string> default_embedded_folder();
+
+/// True while another process has the embedded engine's data folder `dir`
+/// open: chDB holds an exclusive flock on DIR/status for as long as it runs
+/// and refuses a second process (printing its own message).
+bool embedded_folder_busy(const std::string& dir);
+
+// ---- progress ---------------------------------------------------------------------
+
+/// Progress of a command over many states, on standard error: a bar redrawn
+/// in place when standard error is a terminal, otherwise a line at most
+/// once a second and one at the end. Thread-safe.
+class progress {
+public:
+    progress(std::string label, std::uint64_t total, bool enabled);
+    ~progress();
+    void update(std::uint64_t done);
+    void finish();
+
+private:
+    void draw(std::uint64_t done, bool final);
+    std::string label_;
+    std::uint64_t total_;
+    bool enabled_;
+    bool tty_;
+    bool finished_ = false;
+    std::mutex mutex_;
+    std::chrono::steady_clock::time_point last_{};
+};
+
+// ---- processes --------------------------------------------------------------------
+
+/// Runs $VISUAL, else $EDITOR, else vi on `file` (through /bin/sh, so the
+/// variable may carry arguments) and waits for it. Returns its exit status
+/// (128 + signal when killed).
+int run_editor(const std::string& file);
+
+/// The signals `lock` forwards to its command.
+const std::vector<int>& forwarded_signals();
+
+/// Blocks the forwarded signals and SIGCHLD in the calling thread; call
+/// before any other thread starts, so that every thread inherits the mask
+/// and the signals wait for wait_for_signal. Returns the previous mask.
+sigset_t block_lock_signals();
+
+/// Waits up to `timeout` for a blocked signal; returns it (0 on timeout).
+/// `from_process` tells whether a process sent it (kill) rather than the
+/// terminal, which signals the whole foreground process group itself.
+int wait_for_signal(std::chrono::milliseconds timeout, bool& from_process);
+
+/// What supervise() needs to know while the command runs.
+struct supervision {
+    /// Polled about 5 times a second: a non-empty message means the lock is
+    /// lost; the command is sent SIGTERM once and the message printed.
+    std::function<std::string()> lost;
+    /// After this long, `stale_warning` is printed once (seed-compatible lock).
+    std::optional<std::chrono::steady_clock::duration> warn_after;
+    std::string stale_warning;
+    std::string command_name = "lock"; ///< for messages
+};
+
+/// The outcome of supervise().
+struct child_outcome {
+    int status = 0;         ///< exit status, 128 + signal when killed, 126/127 when it could not start
+    bool started = false;
+    bool lost = false;      ///< supervision.lost reported the lock lost
+};
+
+/// Starts `argv` (looked up in PATH) with `extra_env` added to the
+/// environment and the signal mask `child_mask`, forwards the signals in
+/// forwarded_signals() that a process sends to chstate, and waits for it.
+/// The calling thread must have called block_lock_signals().
+child_outcome supervise(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                        const sigset_t& child_mask, const supervision& watch);
+
+} // namespace chstate_cli
