@@ -37,6 +37,14 @@ elif [[ $# -eq 0 ]]; then
   echo "fidelity: no results (the fidelity test cases did not run)" >&2
   status=1
 fi
+# The `chstate` command-line tool, driven as an operator would (tests/cli):
+# every command on chDB and on the server above; one line, `cli: ...`.
+if [[ $# -eq 0 ]]; then
+  python3 tests/cli/test_cli.py build/tools/chstate --server-dir "$server_dir" 2>"$test_dir/cli.log" \
+    || { status=1; grep -E -A 8 '^(FAIL|Traceback|test_cli)' "$test_dir/cli.log" | head -n 80 >&2 || true; }
+else
+  echo "cli: not run (doctest options given; the full run checks it)"
+fi
 # Restate doctest's count as the plain closing line CI reads.
 summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1 || true)
 if [[ $summary =~ ([0-9]+)\ passed\ \|\ ([0-9]+)\ failed ]]; then
