@@ -188,6 +188,19 @@ private:
 #ifdef CHSTATE_CHDB_DEFAULT_LIBRARY
         candidates.emplace_back(CHSTATE_CHDB_DEFAULT_LIBRARY);
 #endif
+        // Where an installed chstate-fetch-chdb puts it (per user; the
+        // version is the one that script fetches). XDG: a relative
+        // XDG_CACHE_HOME is ignored.
+        {
+            constexpr const char* fetched_version = "26.5.3";
+            std::string cache_home;
+            if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/')
+                cache_home = xdg;
+            else if (const char* home = std::getenv("HOME"); home && *home)
+                cache_home = std::string(home) + "/.cache";
+            if (!cache_home.empty())
+                candidates.push_back(cache_home + "/chstate/chdb/" + fetched_version + "/libchdb.so");
+        }
         candidates.emplace_back("libchdb.so");
         std::string tried;
         for (const auto& candidate : candidates) {
@@ -223,8 +236,9 @@ private:
             loaded = a;
             return &*loaded;
         }
-        diag.message = "could not load the chDB engine (libchdb.so). Run scripts/fetch-chdb.sh, or set "
-                       "CHSTATE_CHDB_LIBRARY or chdb_options::library. Tried:" + tried;
+        diag.message = "could not load the chDB engine (libchdb.so). Run chstate-fetch-chdb (installed with "
+                       "chstate; in chstate's repository: scripts/fetch-chdb.sh), or set CHSTATE_CHDB_LIBRARY "
+                       "or chdb_options::library. Tried:" + tried;
         return nullptr;
     }
 
