@@ -671,6 +671,50 @@ TEST_CASE("config: an invalid port is reported as written") {
     }
 }
 
+TEST_CASE("config: timeouts from the URI and the environment reach the HTTP transport") {
+    using std::chrono::milliseconds;
+    auto c = config::from_uri("clickhouse://u:p@h/db?connect_timeout=2s&request_timeout=1500ms&lock_timeout=5m");
+    CHECK(c.connect_timeout == milliseconds(2000));
+    CHECK(c.request_timeout == milliseconds(1500));
+    CHECK(c.store.lock.timeout == milliseconds(300'000));
+    auto h = make_http_options(c);
+    CHECK(h.connect_timeout == milliseconds(2000));
+    CHECK(h.request_timeout == milliseconds(1500));
+    // Defaults, and a bare number is seconds.
+    auto d = config::from_uri("clickhouse://u:p@h/db?request_timeout=45");
+    CHECK(d.connect_timeout == milliseconds(10'000));
+    CHECK(d.request_timeout == milliseconds(45'000));
+    CHECK(d.store.lock.timeout == milliseconds(30'000));
+    CHECK(config::from_uri("chdb:///x?lock_timeout=1h").store.lock.timeout == milliseconds(3'600'000));
+    // chDB has no connection to time out: said so rather than ignored.
+    CHECK(parse_uri("chdb:///x?request_timeout=5s").message ==
+          "request_timeout applies to clickhouse:// URIs only (chDB runs in-process)");
+    for (const char* bad : {"0", "-5s", "5x", "s", "", "1.5s", "8d", "169h", "99999999999999999999", "5%20s"}) {
+        INFO("value: " << bad);
+        auto r = parse_uri(std::string("clickhouse://u:p@h/db?connect_timeout=") + bad);
+        CHECK(r.ec == errc::invalid_configuration);
+        CHECK(contains(r.message, "connect_timeout must be a duration"));
+    }
+    CHECK(config::from_uri("clickhouse://u:p@h/db?lock_timeout=168h").store.lock.timeout ==
+          milliseconds(7ll * 24 * 3'600'000));
+    std::map<std::string, std::string> env{
+        {"MELTANO_STATE_BACKEND_URI", "clickhouse://u:p@h/db?request_timeout=9s"},
+        {"MELTANO_STATE_BACKEND_CLICKHOUSE_CONNECT_TIMEOUT", "250ms"},
+        {"MELTANO_STATE_BACKEND_CLICKHOUSE_LOCK_TIMEOUT", "90"},
+    };
+    auto e = config::from_environment(lookup_in(env));
+    CHECK(e.connect_timeout == milliseconds(250));
+    CHECK(e.request_timeout == milliseconds(9000)); // from the URI: no override
+    CHECK(e.store.lock.timeout == milliseconds(90'000));
+    env["MELTANO_STATE_BACKEND_CLICKHOUSE_REQUEST_TIMEOUT"] = "soon";
+    error_code ec;
+    diagnostics diag;
+    config::from_environment(lookup_in(env), ec, diag);
+    CHECK(ec == errc::invalid_configuration);
+    CHECK(diag.message == "MELTANO_STATE_BACKEND_CLICKHOUSE_REQUEST_TIMEOUT must be a duration such as 30s, 500ms, "
+                          "5m or 1h (a bare number is seconds; at most 7 days), not \"soon\"");
+}
+
 TEST_CASE("config: IPv6 hosts are kept bare and printed in brackets") {
     auto c = config::from_uri("clickhouse://u:p@[::1]:8123/db");
     CHECK(c.host == "::1");

@@ -186,6 +186,11 @@ struct config {
     std::string password;
     bool secure = false;
     std::string embedded_path; ///< chDB data folder (engine_kind::embedded)
+    /// HTTP: resolve + connect (+ TLS handshake) limit (URI `connect_timeout`).
+    std::chrono::milliseconds connect_timeout{10'000};
+    /// HTTP: sending one statement and reading its whole reply, a wait for
+    /// a free pooled connection included (URI `request_timeout`).
+    std::chrono::milliseconds request_timeout{300'000};
     store_options store;
 
     /// Parses a clickhouse:// or chdb: URI. On failure sets ec to
@@ -268,9 +273,23 @@ struct config {
                 c.store.schema = value;
             } else if (param.key == "table") {
                 c.store.table = value;
+            } else if (param.key == "connect_timeout" || param.key == "request_timeout" ||
+                       param.key == "lock_timeout") {
+                if (c.engine == engine_kind::embedded && param.key != "lock_timeout")
+                    return fail(std::string(param.key) + " applies to clickhouse:// URIs only (chDB runs in-process)");
+                std::chrono::milliseconds d{};
+                if (!parse_duration(value, d))
+                    return fail(std::string(param.key) + " must be a duration such as 30s, 500ms, 5m or 1h (a bare "
+                                "number is seconds; at most 7 days), not \"" + printable(value, 40) + "\"");
+                if (param.key == "connect_timeout")
+                    c.connect_timeout = d;
+                else if (param.key == "request_timeout")
+                    c.request_timeout = d;
+                else
+                    c.store.lock.timeout = d;
             } else {
                 return fail("unknown URI parameter \"" + printable(param.key, 40) +
-                            "\" (known: secure, schema, table)");
+                            "\" (known: secure, schema, table, connect_timeout, request_timeout, lock_timeout)");
             }
         }
         if (c.store.schema.empty() || c.store.table.empty())
@@ -345,6 +364,13 @@ struct config {
             return fail(prefix + "SECURE must be true or false, not \"" + printable(*v, 40) + "\"");
         if (!take("SCHEMA", c.store.schema, false) || !take("TABLE", c.store.table, false))
             return c;
+        for (auto [key, field] : {std::pair{"CONNECT_TIMEOUT", &c.connect_timeout},
+                                  std::pair{"REQUEST_TIMEOUT", &c.request_timeout},
+                                  std::pair{"LOCK_TIMEOUT", &c.store.lock.timeout}}) {
+            if (auto v = get(key); v && !parse_duration(*v, *field))
+                return fail(prefix + key + " must be a duration such as 30s, 500ms, 5m or 1h (a bare number is "
+                            "seconds; at most 7 days), not \"" + printable(*v, 40) + "\"");
+        }
         if (c.store.schema.empty() || c.store.table.empty())
             return fail("schema and table must not be empty");
         return c;
@@ -439,6 +465,32 @@ private:
         if (ec != std::errc{} || p != s.data() + s.size() || v == 0 || v > 65535)
             return false;
         out = static_cast<std::uint16_t>(v);
+        return true;
+    }
+
+    /// "250ms", "30s", "5m", "1h", or a bare number of seconds; more than
+    /// zero and at most 7 days. Leaves `out` alone on failure.
+    static bool parse_duration(std::string_view s, std::chrono::milliseconds& out) {
+        std::uint64_t n = 0;
+        auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+        if (ec != std::errc{} || p == s.data() || n == 0)
+            return false;
+        const std::string_view unit = s.substr(static_cast<std::size_t>(p - s.data()));
+        std::uint64_t ms_per = 0;
+        if (unit == "ms")
+            ms_per = 1;
+        else if (unit.empty() || unit == "s")
+            ms_per = 1000;
+        else if (unit == "m")
+            ms_per = 60'000;
+        else if (unit == "h")
+            ms_per = 3'600'000;
+        else
+            return false;
+        constexpr std::uint64_t week_ms = 7ull * 24 * 3'600'000;
+        if (n > week_ms / ms_per)
+            return false;
+        out = std::chrono::milliseconds(static_cast<std::int64_t>(n * ms_per));
         return true;
     }
 

@@ -919,6 +919,8 @@ inline http_options make_http_options(const config& c, error_code& ec, diagnosti
     o.user = c.user;
     o.password = c.password;
     o.secure = c.secure;
+    o.connect_timeout = c.connect_timeout;
+    o.request_timeout = c.request_timeout;
     return o;
 }
 
