@@ -39,8 +39,13 @@ def check(cond, what):
         raise Failed(what)
 
 
+ONLY = None  # --only: run just the cases whose name contains it (development)
+
+
 def case(name, fn, *args):
     global cases, failures
+    if ONLY and ONLY not in name:
+        return
     cases += 1
     started = time.monotonic()
     try:
@@ -483,6 +488,34 @@ def t_lock_signal(s):
     expect(s.run("--lock-timeout", "5", "lock", "sig", "--", "true"), EXIT_OK, "released after the signal")
 
 
+def t_lock_wait_interrupted(s):
+    """A signal ends a wait for the lock; the waiter's candidate does not block later lockers."""
+    marker = os.path.join(s.work, "wait-holding")
+    release = os.path.join(s.work, "wait-release")
+    for p in (marker, release):
+        if os.path.exists(p):
+            os.unlink(p)
+    holder = s.popen("lock", "waited", "--", "sh", "-c",
+                     f'touch {marker}; while [ ! -e {release} ]; do sleep 0.05; done')
+    try:
+        wait_for(marker, holder)
+        waiter = s.popen("--lock-timeout", "60", "lock", "waited", "--", "touch", os.path.join(s.work, "waiter-ran"))
+        time.sleep(1.5)
+        check(waiter.poll() is None, "the second lock waits")
+        started = time.monotonic()
+        waiter.send_signal(signal.SIGTERM)
+        out, err = waiter.communicate(timeout=30)
+        check(waiter.returncode == 128 + signal.SIGTERM, f"ended by the signal: {waiter.returncode} {err!r}")
+        check(time.monotonic() - started < 10, "promptly")
+        check(not os.path.exists(os.path.join(s.work, "waiter-ran")), "its command did not run")
+    finally:
+        open(release, "w").close()
+        holder.communicate(timeout=60)
+    started = time.monotonic()
+    expect(s.run("--lock-timeout", "20", "lock", "waited", "--", "true"), EXIT_OK, "free after both")
+    check(time.monotonic() - started < 10, "no candidate of the interrupted waiter left behind")
+
+
 # ---- engine-independent ------------------------------------------------------------
 
 
@@ -598,7 +631,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("binary")
     ap.add_argument("--server-dir", default=os.environ.get("CHSTATE_TEST_SERVER_DIR"))
+    ap.add_argument("--only", help="run only the cases whose name contains this text")
     args = ap.parse_args()
+    global ONLY
+    ONLY = args.only
     binary = os.path.abspath(args.binary)
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         print(f"test_cli.py: {binary} is not an executable (build the chstate_cli target)", file=sys.stderr)
@@ -657,6 +693,7 @@ def main():
             case(f"{s.name}: lock forwards signals", t_lock_signal, s)
         case("export chdb -> import server", t_export_import_roundtrip, chdb, server2)
         case("export server -> import chdb", t_export_import_roundtrip, server, chdb2)
+        case("server: a signal ends the wait for a lock", t_lock_wait_interrupted, server)
         case("chdb: folder in use by another process", t_embedded_busy, chdb)
         for s in (server, server2):
             s.run("state", "clear", "--all", "--force")

@@ -565,14 +565,21 @@ int cmd_lock(context& c, const sigset_t& child_mask) {
                                    acquired.set_value({ec, std::move(l)});
                                }));
     int interrupted = 0;
+    std::promise<void> emitted;
     while (result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
         bool from_process = false;
         const int sig = cli::wait_for_signal(std::chrono::milliseconds(100), from_process);
         if (sig != 0 && sig != SIGCHLD && interrupted == 0) {
             interrupted = sig;
-            asio::post(c.store.get_executor(), [&] { cancel.emit(asio::cancellation_type::terminal); });
+            // Emitted on the store's executor, where the operation runs.
+            asio::post(c.store.get_executor(), [&] {
+                cancel.emit(asio::cancellation_type::terminal);
+                emitted.set_value();
+            });
         }
     }
+    if (interrupted)
+        emitted.get_future().wait(); // `cancel` must outlive the posted emit
     auto [ec, lease] = result.get();
     if (interrupted) {
         if (lease.held())
@@ -585,20 +592,24 @@ int cmd_lock(context& c, const sigset_t& child_mask) {
 
     const bool strict = lease.token() != 0;
     const auto& lock = c.cfg.store.lock;
-    std::mutex lost_mutex;
-    std::string lost;
+    // Shared with the heartbeat, which may report after this function has returned.
+    struct lost_report {
+        std::mutex mutex;
+        std::string message;
+    };
+    auto lost = std::make_shared<lost_report>();
     if (strict)
-        lease.start_heartbeat(lock.lease_ttl / 3, [&](chstate::error_code e) {
-            std::lock_guard lk(lost_mutex);
-            lost = "the lock on " + cli::quoted(id) + " was lost: " + e.message();
+        lease.start_heartbeat(lock.lease_ttl / 3, [lost, id](chstate::error_code e) {
+            std::lock_guard lk(lost->mutex);
+            lost->message = "the lock on " + cli::quoted(id) + " was lost: " + e.message();
         });
     c.note("holding the lock on " + cli::quoted(id) +
            (strict ? " (strict, fencing token " + std::to_string(lease.token()) + ")" : " (seed-compatible)"));
 
     cli::supervision watch;
-    watch.lost = [&] {
-        std::lock_guard lk(lost_mutex);
-        return lost;
+    watch.lost = [lost] {
+        std::lock_guard lk(lost->mutex);
+        return lost->message;
     };
     if (!strict) {
         watch.warn_after = lock.stale_age;
