@@ -465,6 +465,9 @@ def t_lock(s):
                    EXIT_LOCKED, "second lock")
         check(not os.path.exists(os.path.join(s.work, "second-ran")), "the second command did not run")
         check(time.monotonic() - started < 30, "the second lock gave up after its timeout")
+        # The environment's lock timeout applies as well.
+        expect(s.run("lock", "job", "--", "true", env={"MELTANO_STATE_BACKEND_CLICKHOUSE_LOCK_TIMEOUT": "1s"}),
+               EXIT_LOCKED, "second lock, MELTANO_STATE_BACKEND_CLICKHOUSE_LOCK_TIMEOUT")
         # A write that takes the lock waits too.
         expect(s.run("--lock-timeout", "1", "state", "set", "job", '{"singer_state": {}}', "--force"),
                EXIT_LOCKED, "set while locked")

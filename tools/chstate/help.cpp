@@ -18,12 +18,14 @@ const char* const store_text = R"(The store:
   --uri URI, else MELTANO_STATE_BACKEND_URI:
     clickhouse://USER:PASSWORD@HOST:PORT/DATABASE[?secure=true]   ClickHouse over HTTP
     chdb:///absolute/dir   chdb:relative/dir                      the embedded engine (chDB)
-    either with ?schema=NAME&table=NAME (default meltano, state)
+    either with ?schema=NAME&table=NAME (default meltano, state) and
+    lock_timeout=30s; over HTTP also connect_timeout=, request_timeout=
   MELTANO_STATE_BACKEND_CLICKHOUSE_{HOST,PORT,DATABASE,USER,PASSWORD,SECURE,
-  SCHEMA,TABLE} override the URI's parts (keep the password out of the
-  command line with ..._PASSWORD). When neither a URI nor any of HOST, PORT,
-  DATABASE, USER, PASSWORD, SECURE is given, state is kept by the embedded
-  engine in
+  SCHEMA,TABLE,CONNECT_TIMEOUT,REQUEST_TIMEOUT,LOCK_TIMEOUT} override the
+  URI's parts (keep the password out of the command line with ..._PASSWORD).
+  When neither a URI nor any of HOST, PORT, DATABASE, USER, PASSWORD,
+  SECURE, CONNECT_TIMEOUT, REQUEST_TIMEOUT is given, state is kept by the
+  embedded engine in
     )";
 
 const char* const store_text_tail = R"(
@@ -51,7 +53,8 @@ Errors are one line on standard error: "chstate: COMMAND: message".
 
 const char* const global_text = R"(Options of every command:
   --uri URI            the store (see chstate --help)
-  --lock-timeout SECS  how long to wait for a state id's lock (default 30)
+  --lock-timeout SECS  how long to wait for a state id's lock (default: the
+                       URI's lock_timeout, else ..._LOCK_TIMEOUT, else 30)
   --lock-mode MODE     automatic (default: strict on chDB, seed-compatible
                        over HTTP), seed-compatible or strict
   -q, --quiet          no confirmations, notes or progress on standard error

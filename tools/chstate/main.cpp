@@ -70,7 +70,9 @@ std::string message_of(const chstate::error& e) {
 
 /// The store's settings: --uri (in place of MELTANO_STATE_BACKEND_URI) and
 /// the MELTANO_STATE_BACKEND_CLICKHOUSE_* overrides; when none of the
-/// connection settings is given, the embedded engine in the default folder.
+/// connection settings is given (SCHEMA, TABLE and LOCK_TIMEOUT apply to
+/// either engine), the embedded engine in the default folder. --lock-timeout
+/// and --lock-mode win over the URI and the environment.
 chstate::config make_config(const cli::global_options& g) {
     auto lookup = [&](const char* name) -> std::optional<std::string> {
         if (g.uri && std::string_view(name) == "MELTANO_STATE_BACKEND_URI")
@@ -78,7 +80,7 @@ chstate::config make_config(const cli::global_options& g) {
         return chstate::process_environment(name);
     };
     bool connection_given = lookup("MELTANO_STATE_BACKEND_URI").has_value();
-    for (const char* key : {"HOST", "PORT", "DATABASE", "USER", "PASSWORD", "SECURE"})
+    for (const char* key : {"HOST", "PORT", "DATABASE", "USER", "PASSWORD", "SECURE", "CONNECT_TIMEOUT", "REQUEST_TIMEOUT"})
         connection_given = connection_given ||
                            lookup(("MELTANO_STATE_BACKEND_CLICKHOUSE_" + std::string(key)).c_str()).has_value();
     chstate::config c = chstate::config::from_environment(lookup);
