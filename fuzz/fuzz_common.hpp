@@ -59,6 +59,21 @@ inline std::vector<std::string_view> split(std::string_view data, char sep) {
     }
 }
 
+/// Splits `data` at every occurrence of `sep` (several bytes).
+inline std::vector<std::string_view> split(std::string_view data, std::string_view sep) {
+    std::vector<std::string_view> out;
+    std::size_t start = 0;
+    for (;;) {
+        auto at = data.find(sep, start);
+        if (at == std::string_view::npos) {
+            out.push_back(data.substr(start));
+            return out;
+        }
+        out.push_back(data.substr(start, at - start));
+        start = at + sep.size();
+    }
+}
+
 inline bool has_control_character(std::string_view v) {
     for (char ch : v) {
         const auto c = static_cast<unsigned char>(ch);
