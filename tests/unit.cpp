@@ -960,6 +960,18 @@ TEST_CASE("http: read_error_reply tells ClickHouse's exceptions from other bodie
     CHECK(big.message.size() < 400);
 }
 
+TEST_CASE("http: keep_alive_timeout reads timeout=N, at most a day (fuzz/corpus/http_reply/keep_alive_huge)") {
+    CHECK(detail::keep_alive_timeout("timeout=10") == std::chrono::milliseconds(10'000));
+    CHECK(detail::keep_alive_timeout("max=100, timeout=3") == std::chrono::milliseconds(3'000));
+    CHECK_FALSE(detail::keep_alive_timeout("timeout=-1"));
+    CHECK_FALSE(detail::keep_alive_timeout("max=5"));
+    // Found by fuzz/http_reply: seconds(N) * 1000 overflowed (undefined
+    // behaviour; a negative or wrapped keep-alive) for N above ~9.2e15.
+    CHECK(detail::keep_alive_timeout("timeout=9223372036854775807") == std::chrono::milliseconds(86'400'000));
+    CHECK(detail::keep_alive_timeout("timeout=86401") == std::chrono::milliseconds(86'400'000));
+    CHECK_FALSE(detail::keep_alive_timeout("timeout=99999999999999999999")); // beyond long: ignored
+}
+
 TEST_CASE("http: printable_excerpt bounds, cleans and cuts between characters") {
     CHECK(detail::printable_excerpt("  a\r\n\tb\x7f\x01 c \n") == "a b c");
     CHECK(detail::printable_excerpt("abcdef", 3) == "abc…");

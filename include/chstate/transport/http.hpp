@@ -167,7 +167,8 @@ inline void append_url_encoded(std::string& out, std::string_view v) {
     }
 }
 
-/// The `timeout=N` of a Keep-Alive header, if any.
+/// The `timeout=N` of a Keep-Alive header, if any, at most a day (a larger
+/// N would overflow the milliseconds, and the pool's nanosecond comparison).
 inline std::optional<std::chrono::milliseconds> keep_alive_timeout(std::string_view header) {
     auto pos = header.find("timeout=");
     if (pos == std::string_view::npos)
@@ -177,7 +178,7 @@ inline std::optional<std::chrono::milliseconds> keep_alive_timeout(std::string_v
     auto [p, ec] = std::from_chars(header.data(), header.data() + header.size(), n);
     if (ec != std::errc{} || n < 0)
         return std::nullopt;
-    return std::chrono::seconds(n);
+    return std::chrono::seconds(std::min(n, 24L * 3600));
 }
 
 /// Where a body that claims success carries an exception: the offset of
