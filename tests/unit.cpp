@@ -942,6 +942,23 @@ TEST_CASE("http: ClickHouse's own exception text stays whole") {
     CHECK(r.message == text);
 }
 
+TEST_CASE("an exception with code 0 is an error, not success (found by fuzz/http_exchange)") {
+    // make_clickhouse_error(0) was an error_code of value 0, i.e. success:
+    // "Code: 0 … DB::Exception" after status 200 completed the statement
+    // successfully with no data.
+    CHECK(make_clickhouse_error(0));
+    CHECK(make_clickhouse_error(0) == errc::server_error);
+    CHECK(make_clickhouse_error(60).value() == 60);
+    fake_http_server server;
+    REQUIRE(server.start(loopback, http_reply("200 OK", "1\nCode: 0, e.displayText() = DB::Exception: x\n")));
+    auto r = run_http({.host = "127.0.0.1", .port = server.port()});
+    CHECK(r.ec == errc::server_error);
+    CHECK(r.data.empty());
+    fake_http_server server500;
+    REQUIRE(server500.start(loopback, http_reply("500 Internal Server Error", "", "X-ClickHouse-Exception-Code: 0\r\n")));
+    CHECK(run_http({.host = "127.0.0.1", .port = server500.port()}).ec == errc::server_error);
+}
+
 TEST_CASE("http: read_error_reply tells ClickHouse's exceptions from other bodies") {
     const std::string old_text = "Code: 516, e.displayText() = DB::Exception: default: Authentication failed\n";
     auto old = detail::read_error_reply(500, "Internal Server Error", std::nullopt, old_text);

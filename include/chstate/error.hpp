@@ -102,8 +102,11 @@ inline boost::system::error_condition make_error_condition(errc e) noexcept {
     return {static_cast<int>(e), error_category()};
 }
 
-/// An error_code for ClickHouse's numeric error code `code`.
+/// An error_code for ClickHouse's numeric error code `code`. An exception
+/// with code 0 is errc::server_error: an error_code of 0 means success.
 inline error_code make_clickhouse_error(int code) noexcept {
+    if (code == 0)
+        return make_error_code(errc::server_error);
     return {code, clickhouse_category()};
 }
 
