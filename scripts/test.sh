@@ -45,6 +45,14 @@ if [[ $# -eq 0 ]]; then
 else
   echo "cli: not run (doctest options given; the full run checks it)"
 fi
+# chstate as a new user gets it (README "Using chstate in your project"): the
+# installed package, add_subdirectory, Meson and pkg-config, each building and
+# running the main example; one line, `consumers: ...`. Full runs only.
+if [[ $# -eq 0 ]]; then
+  bash scripts/check-consumers.sh build || status=1
+else
+  echo "consumers: not run (doctest options given; the full run checks them)"
+fi
 # Restate doctest's count as the plain closing line CI reads.
 summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1 || true)
 if [[ $summary =~ ([0-9]+)\ passed\ \|\ ([0-9]+)\ failed ]]; then

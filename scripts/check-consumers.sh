@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# chstate as a new user gets it: four fresh projects outside the repository,
+# each linking nothing but what chstate's README tells them to, each building
+# and RUNNING the README's main example (examples/01_resumable_pipeline.cpp,
+# compiled in place) on the embedded engine:
+#   cmake_package     `cmake --install` of the repository's CMake build into a
+#                     temporary prefix; tests/consumers/cmake-package does
+#                     find_package(chstate) and links chstate::chstate (the
+#                     example) and chstate::http (tests/consumers/common/
+#                     http_check.cpp). libchdb.so is found where the installed
+#                     chstate-fetch-chdb caches it (a per-user cache made here
+#                     from the repository's copy), with CHSTATE_CHDB_LIBRARY unset.
+#   add_subdirectory  tests/consumers/add-subdirectory: add_subdirectory(<repo>)
+#   meson             tests/consumers/meson: subprojects/chstate -> <repo>,
+#                     dependency('chstate')
+#   pkg_config        g++ and `pkg-config --cflags --libs chstate` against the
+#                     CMake install; the object linked again with the Libs of
+#                     the chstate.pc a `meson install` writes
+# http_check runs one set/get round trip against CHSTATE_TEST_SERVER_DIR's
+# server when that is set (scripts/test.sh sets it), otherwise it only builds
+# its store (no request).
+#
+# Nothing is downloaded: the engine is the repository's own
+# .cache/chdb/<version>/libchdb.so (scripts/fetch-chdb.sh; scripts/build.sh
+# fetches it). Prints one line,
+#   consumers: cmake_package=passed add_subdirectory=passed meson=passed pkg_config=passed
+# ("failed" where one failed, with the tail of its log on stderr) and exits
+# non-zero on any failure.
+#
+# Usage: scripts/check-consumers.sh [CMAKE_BUILD_DIR]
+#   CMAKE_BUILD_DIR: a built CMake build of this repository (default build/,
+#   what scripts/build.sh makes); it is installed, never rebuilt.
+#   CHSTATE_BUILD_JOBS (default 2): with 2 or more, two consumers build at a time.
+#   CHSTATE_KEEP_CONSUMERS=1 keeps the temporary folder (builds and logs).
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+me=check-consumers
+die() { echo "$me: error: $*" >&2; exit 1; }
+
+build=${1:-$repo/build}
+[[ -d $build ]] || die "no CMake build in $build (run scripts/build.sh)"
+build=$(cd "$build" && pwd -P)
+[[ -f $build/cmake_install.cmake ]] || die "$build is not a CMake build of chstate (run scripts/build.sh)"
+jobs=${CHSTATE_BUILD_JOBS:-2}
+
+for tool in cmake ninja meson pkg-config g++; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool not found on PATH (run scripts/install-deps.sh)"
+done
+
+version=$(sed -n 's/^VERSION=//p' "$repo/scripts/fetch-chdb.sh")
+[[ -n $version ]] || die "cannot read chDB's VERSION from scripts/fetch-chdb.sh"
+chdb=$repo/.cache/chdb/$version/libchdb.so
+[[ -s $chdb ]] || die "$chdb not found (run scripts/fetch-chdb.sh; this check downloads nothing)"
+
+work=$(mktemp -d /tmp/chstate-consumers.XXXXXX)
+if [[ -n ${CHSTATE_KEEP_CONSUMERS:-} ]]; then
+  echo "$me: keeping $work (CHSTATE_KEEP_CONSUMERS)" >&2
+else
+  trap 'rm -rf "$work"' EXIT
+fi
+prefix=$work/prefix
+results=$work/results
+mkdir -p "$results"
+# The consumers' own flags: fast to compile, still optimized.
+opt=-O1
+
+# The test server's settings, as the README's environment variables.
+http_env=()
+if [[ -n ${CHSTATE_TEST_SERVER_DIR:-} ]]; then
+  envfile=$CHSTATE_TEST_SERVER_DIR/env
+  [[ -s $envfile ]] || die "CHSTATE_TEST_SERVER_DIR is set but $envfile is missing"
+  host=$(sed -n 's/^export CHSTATE_TEST_HTTP_HOST=//p' "$envfile")
+  port=$(sed -n 's/^export CHSTATE_TEST_HTTP_PORT=//p' "$envfile")
+  user=$(sed -n 's/^export CHSTATE_TEST_HTTP_USER=//p' "$envfile")
+  pwfile=$(sed -n 's/^export CHSTATE_TEST_HTTP_PASSWORD_FILE=//p' "$envfile")
+  [[ -n $host && -n $port && -n $user && -r $pwfile ]] || die "$envfile lacks host, port, user or password file"
+  http_env=(MELTANO_STATE_BACKEND_CLICKHOUSE_HOST="$host" MELTANO_STATE_BACKEND_CLICKHOUSE_PORT="$port"
+            MELTANO_STATE_BACKEND_CLICKHOUSE_USER="$user"
+            MELTANO_STATE_BACKEND_CLICKHOUSE_PASSWORD="$(<"$pwfile")"
+            MELTANO_STATE_BACKEND_CLICKHOUSE_DATABASE=default
+            MELTANO_STATE_BACKEND_CLICKHOUSE_SCHEMA=chstate_consumers)
+fi
+
+# ---- helpers ---------------------------------------------------------------
+# Each consumer runs in a subshell with its own log ($work/<name>.log); its
+# result goes to $results/<name> (passed/failed). `step` logs the command.
+step() { echo "+ $*"; "$@"; }
+fail() { echo "FAILED: $*"; return 1; }
+
+# run_example NAME BINARY [ENV...]: the README example, twice: the first run
+# copies one batch and bookmarks it, the second resumes from that bookmark.
+run_example() {
+  local name=$1 bin=$2 out state=$work/$1/state
+  shift 2
+  out=$(env -u CHSTATE_CHDB_LIBRARY -u MELTANO_STATE_BACKEND_URI "$@" "$bin" --batches 1 "chdb:$state" 2>&1) \
+    || { echo "$out"; fail "$bin (first run)"; }
+  echo "$out"
+  grep -q 'copied orders 1\.\.10' <<<"$out" || fail "first run did not copy orders 1..10"
+  grep -q 'stopped after 1 batches at orders.last_id = 10' <<<"$out" || fail "first run did not stop after 1 batch"
+  out=$(env -u CHSTATE_CHDB_LIBRARY -u MELTANO_STATE_BACKEND_URI "$@" "$bin" --batches 1 "chdb:$state" 2>&1) \
+    || { echo "$out"; fail "$bin (second run)"; }
+  echo "$out"
+  grep -q 'resuming from bookmark: orders.last_id = 10' <<<"$out" || fail "second run did not resume from the bookmark"
+  grep -q 'copied orders 11\.\.20' <<<"$out" || fail "second run did not copy orders 11..20"
+}
+
+# run_http_check BINARY ID: build the store from the environment; with a
+# test server, one set/get round trip.
+run_http_check() {
+  local bin=$1 id=$2
+  if ((${#http_env[@]})); then
+    # (not through `step`: the environment holds the password)
+    echo "+ $bin get $id  (the server in $CHSTATE_TEST_SERVER_DIR, as MELTANO_STATE_BACKEND_CLICKHOUSE_*)"
+    env "${http_env[@]}" "$bin" get "$id"
+  else
+    echo "(no CHSTATE_TEST_SERVER_DIR: http_check builds its store only)"
+    step env MELTANO_STATE_BACKEND_URI=clickhouse://u:p@localhost:8123/default "$bin"
+  fi
+}
+
+# copy_project NAME: tests/consumers/NAME -> $work/NAME/src (outside the repository).
+copy_project() {
+  mkdir -p "$work/$1"
+  cp -R "$repo/tests/consumers/$1" "$work/$1/src"
+}
+
+# ---- the consumers -----------------------------------------------------------
+
+consumer_cmake_package() {
+  [[ -f $work/install.ok ]] || fail "cmake --install failed (see above)"
+  copy_project cmake-package
+  local b=$work/cmake-package/build
+  step cmake -S "$work/cmake-package/src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" -DCMAKE_PREFIX_PATH="$prefix" -DCHSTATE_REPO="$repo" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  # The package found must be the one just installed.
+  local found
+  found=$(sed -n 's/^chstate_DIR:PATH=//p' "$b/CMakeCache.txt")
+  [[ $found == "$prefix"/* ]] || fail "find_package(chstate) found $found, not the package in $prefix"
+  step cmake --build "$b" -j 1
+  # The installed way to get the engine: chstate-fetch-chdb, into a per-user
+  # cache (here made from the repository's copy, so nothing is downloaded).
+  local xdg=$work/cmake-package/xdg got
+  mkdir -p "$xdg/chstate/chdb/$version"
+  ln -s "$chdb" "$xdg/chstate/chdb/$version/libchdb.so"
+  got=$(XDG_CACHE_HOME=$xdg "$prefix/bin/chstate-fetch-chdb" | tail -n 1) || fail "chstate-fetch-chdb failed"
+  [[ $got == "$xdg/chstate/chdb/$version/libchdb.so" ]] || fail "chstate-fetch-chdb printed '$got'"
+  step "$prefix/bin/chstate-fetch-chdb" --help >/dev/null
+  # The command-line tool, installed by default (CHSTATE_BUILD_TOOLS).
+  if grep -q '^CHSTATE_BUILD_TOOLS:BOOL=ON' "$build/CMakeCache.txt"; then
+    step "$prefix/bin/chstate" --help >/dev/null
+  fi
+  # The library must find the engine there by itself.
+  run_example cmake-package "$b/resumable_pipeline" XDG_CACHE_HOME="$xdg"
+  run_http_check "$b/http_check" consumer:cmake-package
+}
+
+consumer_add_subdirectory() {
+  copy_project add-subdirectory
+  local b=$work/add-subdirectory/build
+  step cmake -S "$work/add-subdirectory/src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" -DCHSTATE_REPO="$repo"
+  step cmake --build "$b" -j 1 --target resumable_pipeline
+  run_example add-subdirectory "$b/resumable_pipeline" CHSTATE_CHDB_LIBRARY="$chdb"
+  # Without the engine anywhere: the error names chstate-fetch-chdb and the
+  # per-user path it would have used.
+  local out home=$work/add-subdirectory/empty-home
+  mkdir -p "$home"
+  if out=$(env -u CHSTATE_CHDB_LIBRARY -u XDG_CACHE_HOME HOME="$home" "$b/resumable_pipeline" --batches 1 \
+             "chdb:$work/add-subdirectory/state-none" 2>&1); then
+    echo "$out"; fail "the example ran without libchdb.so"
+  fi
+  echo "$out"
+  grep -q 'Run chstate-fetch-chdb' <<<"$out" || fail "the missing-engine error does not name chstate-fetch-chdb"
+  grep -qF "$home/.cache/chstate/chdb/$version/libchdb.so" <<<"$out" \
+    || fail "the missing-engine error does not name the per-user cache path"
+}
+
+consumer_meson() {
+  copy_project meson
+  mkdir -p "$work/meson/src/subprojects"
+  ln -s "$repo" "$work/meson/src/subprojects/chstate"
+  local b=$work/meson/build
+  step meson setup "$b" "$work/meson/src" -Dbuildtype=plain "-Dcpp_args=$opt" -Dchstate_repo="$repo"
+  step ninja -C "$b" -j 1 resumable_pipeline
+  run_example meson "$b/resumable_pipeline" CHSTATE_CHDB_LIBRARY="$chdb"
+}
+
+consumer_pkg_config() {
+  [[ -f $work/install.ok ]] || fail "cmake --install failed (see above)"
+  local d=$work/pkg-config pcdir flags libs mflags mlibs
+  mkdir -p "$d"
+  pcdir=$(dirname "$(find "$prefix" -name chstate.pc | head -n 1)")
+  [[ -f $pcdir/chstate.pc && -f $pcdir/chstate-http.pc ]] || fail "no chstate.pc and chstate-http.pc under $prefix"
+  flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags chstate) || fail "pkg-config --cflags chstate"
+  libs=$(PKG_CONFIG_PATH=$pcdir pkg-config --libs chstate) || fail "pkg-config --libs chstate"
+  echo "chstate.pc: cflags '$flags' libs '$libs'"
+  local http_libs
+  http_libs=$(PKG_CONFIG_PATH=$pcdir pkg-config --libs chstate-http) || fail "pkg-config --libs chstate-http"
+  echo "chstate-http.pc: libs '$http_libs'"
+  [[ " $http_libs " == *" -lssl "* && " $http_libs " == *" -lboost_json "* ]] \
+    || fail "chstate-http's libs lack OpenSSL or chstate's own"
+  # shellcheck disable=SC2086
+  step g++ -std=c++20 $opt $flags -c "$repo/examples/01_resumable_pipeline.cpp" -o "$d/example.o"
+  # shellcheck disable=SC2086
+  step g++ "$d/example.o" -o "$d/resumable_pipeline" $libs
+  run_example pkg-config "$d/resumable_pipeline" CHSTATE_CHDB_LIBRARY="$chdb"
+  # Meson's install writes its own chstate.pc: the same object links with it.
+  local mp=$work/meson-install
+  step meson setup "$mp/build" "$repo" -Dtests=false -Dtools=false --prefix "$mp/prefix" | tail -n 3
+  step meson install -C "$mp/build" | tail -n 3
+  local mpc
+  mpc=$(dirname "$(find "$mp/prefix" -name chstate.pc | head -n 1)")
+  [[ -f $mpc/chstate.pc && -f $mpc/chstate-http.pc ]] || fail "meson install wrote no chstate.pc and chstate-http.pc"
+  mflags=$(PKG_CONFIG_PATH=$mpc pkg-config --cflags chstate) || fail "pkg-config --cflags chstate (Meson's)"
+  mlibs=$(PKG_CONFIG_PATH=$mpc pkg-config --libs chstate) || fail "pkg-config --libs chstate (Meson's)"
+  echo "Meson's chstate.pc: cflags '$mflags' libs '$mlibs'"
+  local inc
+  inc=$(PKG_CONFIG_PATH=$mpc pkg-config --variable=includedir chstate)
+  [[ -f $inc/chstate/chstate.hpp && " $mflags " == *" -I$inc "* ]] \
+    || fail "Meson's chstate.pc Cflags do not point at the installed headers"
+  [[ -x $mp/prefix/bin/chstate-fetch-chdb ]] || fail "meson install did not install chstate-fetch-chdb"
+  PKG_CONFIG_PATH=$mpc pkg-config --libs chstate-http | grep -q -- -lssl || fail "Meson's chstate-http.pc lacks OpenSSL"
+  # shellcheck disable=SC2086
+  step g++ "$d/example.o" -o "$d/resumable_pipeline_meson_pc" $mlibs
+}
+
+# run_consumer NAME FUNCTION: runs it, logs to $work/NAME.log, records the result.
+# (Not inside an `if` or `||`: there bash would ignore set -e in the subshell.)
+run_consumer() {
+  local name=$1 fn=$2 t0=$SECONDS rc
+  set +e
+  ( set -euo pipefail; "$fn" ) >"$work/$name.log" 2>&1
+  rc=$?
+  set -e
+  if ((rc == 0)); then echo passed >"$results/$name"; else echo failed >"$results/$name"; fi
+  echo "($name: $((SECONDS - t0)) s)" >>"$work/$name.log"
+}
+
+t0=$SECONDS
+set +e
+step cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1
+rc=$?
+set -e
+if ((rc == 0)); then
+  touch "$work/install.ok"
+else
+  echo "$me: cmake --install $build failed:" >&2
+  tail -n 30 "$work/install.log" >&2
+fi
+
+# Two lanes of one compile each (Asio and Beast translation units are slow
+# and large): the installed package in one, the sources in the other.
+lane1() { run_consumer cmake_package consumer_cmake_package; run_consumer pkg_config consumer_pkg_config; }
+lane2() { run_consumer add_subdirectory consumer_add_subdirectory; run_consumer meson consumer_meson; }
+if ((jobs >= 2)); then
+  lane1 & p1=$!
+  lane2 & p2=$!
+  wait "$p1" "$p2" || true
+else
+  lane1
+  lane2
+fi
+
+status=0
+line="consumers:"
+for name in cmake_package add_subdirectory meson pkg_config; do
+  r=$(cat "$results/$name" 2>/dev/null || echo failed)
+  line+=" $name=$r"
+  if [[ $r != passed ]]; then
+    status=1
+    echo "---- $name: tail of its log ----" >&2
+    tail -n 40 "$work/$name.log" >&2
+  fi
+done
+echo "$line"
+echo "($me: $((SECONDS - t0)) s)" >&2
+exit "$status"
