@@ -5,13 +5,16 @@
 // program that never opens an embedded store does not need it.
 //
 //   auto engine = chstate::chdb_engine::open({.path = "/var/lib/my-pipeline"});
-//   chstate::state_store store{chstate::chdb_transport{engine}};
+//   chstate::embedded_state_store store{chstate::chdb_transport{engine}};
 //
 // Where libchdb.so is looked for, in order: chdb_options::library; the
 // CHSTATE_CHDB_LIBRARY environment variable; CHSTATE_CHDB_DEFAULT_LIBRARY
 // (a path the build may define — this project's CMake and Meson point it at
-// the copy scripts/fetch-chdb.sh caches); finally "libchdb.so" through the
-// dynamic loader's search path. A failure names every path tried.
+// the copy scripts/fetch-chdb.sh caches); the per-user cache
+// ${XDG_CACHE_HOME:-$HOME/.cache}/chstate/chdb/<version>/libchdb.so that an
+// installed chstate-fetch-chdb fills; finally "libchdb.so" through the
+// dynamic loader's search path. A failure names every path tried and how
+// to fetch the library.
 //
 // One data folder per process (a chDB rule): opening a second folder while
 // one is open fails with errc::engine_unavailable. Opening the same folder
