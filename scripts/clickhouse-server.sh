@@ -2,10 +2,12 @@
 # Run Debian's clickhouse-server (18.16) as a private test instance in DIR.
 #
 # Usage: scripts/clickhouse-server.sh start|stop|restart|status|env DIR
-#   start    copy+rewrite config into DIR, pick free 127.0.0.1 ports, start the
+#   start    copy+rewrite config into DIR, pick free 127.0.0.1 ports, make a
+#            throwaway CA and a server certificate (DIR/tls, kept), start the
 #            server in the background, wait until it answers SELECT version()
-#            (60 s at most), write DIR/env. A running instance is left alone;
-#            an existing DIR keeps its data, password and (if still free) ports.
+#            over HTTP and HTTPS (60 s at most), write DIR/env. A running
+#            instance is left alone; an existing DIR keeps its data, password,
+#            certificates and (if still free) ports.
 #   stop     TERM the server (KILL after 10 s); fine if it is not running.
 #   restart  stop, then start again on the SAME ports with the same password.
 #   status   exit 0 if the server runs and answers, 1 otherwise.
@@ -13,7 +15,18 @@
 #
 # Files in DIR: config.xml users.xml metrika.xml password(0600) env ports
 #   clickhouse-server.pid data/ log/{clickhouse-server.log,.err.log,stdout.log}
+#   tls/{ca.pem,ca.key,server.pem,server.key} (keys 0600)
 # Extra server config can be dropped in DIR/config.d/*.xml (read by the server).
+#
+# HTTPS: the server also listens on 127.0.0.1:HTTPS_PORT with tls/server.pem,
+# an EC P-256 certificate signed by the throwaway CA tls/ca.pem (made here with
+# the openssl command, valid 30 days, renewed when it has less than a day left)
+# whose subjectAltName is DNS:localhost ONLY: a client that trusts ca.pem and
+# connects to "localhost" verifies it; one that connects to "127.0.0.1"
+# reaches the very same server and chain but must refuse the name (no IP in
+# the certificate), which is how the tests check host-name verification.
+# DIR/env gives CHSTATE_TEST_HTTPS_HOST (localhost), CHSTATE_TEST_HTTPS_PORT
+# and CHSTATE_TEST_CA_FILE (tls/ca.pem).
 set -euo pipefail
 
 BIN=${CLICKHOUSE_SERVER_BIN:-/usr/sbin/clickhouse-server}
@@ -48,6 +61,8 @@ PORTSFILE=$DIR/ports
 ENVFILE=$DIR/env
 LOGDIR=$DIR/log
 DATADIR=$DIR/data
+TLSDIR=$DIR/tls
+HTTPS_HOST=localhost   # the only name in the server certificate
 
 now_ms() { local t; t=$(date +%s%N); echo $((t / 1000000)); }
 
@@ -105,14 +120,20 @@ stop_server() {
 
 # --- HTTP -------------------------------------------------------------------
 
-# query_version PORT -> prints the version, returns non-zero if no answer.
+# query_version PORT [https] -> prints the version, returns non-zero if no
+# answer. With https: over TLS to localhost (pinned to 127.0.0.1), verifying
+# the certificate against the test CA only.
 # The password goes to curl through a config on stdin, never on a command line.
 query_version() {
   local port=$1 pw
+  local -a url=("http://127.0.0.1:$port/")
+  if [[ ${2:-} == https ]]; then
+    url=(--cacert "$TLSDIR/ca.pem" --capath /nonexistent --resolve "$HTTPS_HOST:$port:127.0.0.1"
+         "https://$HTTPS_HOST:$port/")
+  fi
   pw=$(<"$PWFILE")
   printf 'user = "%s:%s"\n' "$USER_NAME" "$pw" \
-    | curl -sf --max-time 2 -K - --data-binary 'SELECT version()' \
-        "http://127.0.0.1:$port/" 2>/dev/null
+    | curl -sf --max-time 2 -K - --data-binary 'SELECT version()' "${url[@]}" 2>/dev/null
 }
 
 # --- ports ------------------------------------------------------------------
@@ -134,19 +155,19 @@ port_is_free() {
   ! used_ports | grep -qx "$port"
 }
 
-# Three distinct free ports in 20000-31999 (below Linux's ephemeral range).
+# Four distinct free ports in 20000-31999 (below Linux's ephemeral range).
 pick_ports() {
   local used p tries=0
   local -a picked=()
   used=" $(used_ports | tr '\n' ' ') "
-  while ((${#picked[@]} < 3)); do
-    ((++tries < 1000)) || die "could not find 3 free ports in 20000-31999"
+  while ((${#picked[@]} < 4)); do
+    ((++tries < 1000)) || die "could not find 4 free ports in 20000-31999"
     p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
     [[ $used == *" $p "* ]] && continue
     [[ " ${picked[*]} " == *" $p "* ]] && continue
     picked+=("$p")
   done
-  HTTP_PORT=${picked[0]} TCP_PORT=${picked[1]} INTERSERVER_PORT=${picked[2]}
+  HTTP_PORT=${picked[0]} TCP_PORT=${picked[1]} INTERSERVER_PORT=${picked[2]} HTTPS_PORT=${picked[3]}
 }
 
 load_ports() {
@@ -154,7 +175,45 @@ load_ports() {
   HTTP_PORT=$(sed -n 's/^HTTP_PORT=\([0-9]*\)$/\1/p' "$PORTSFILE")
   TCP_PORT=$(sed -n 's/^TCP_PORT=\([0-9]*\)$/\1/p' "$PORTSFILE")
   INTERSERVER_PORT=$(sed -n 's/^INTERSERVER_PORT=\([0-9]*\)$/\1/p' "$PORTSFILE")
-  [[ -n $HTTP_PORT && -n $TCP_PORT && -n $INTERSERVER_PORT ]]
+  HTTPS_PORT=$(sed -n 's/^HTTPS_PORT=\([0-9]*\)$/\1/p' "$PORTSFILE")
+  # (a DIR from before HTTPS has no HTTPS_PORT: it gets new ports)
+  [[ -n $HTTP_PORT && -n $TCP_PORT && -n $INTERSERVER_PORT && -n $HTTPS_PORT ]]
+}
+
+# --- TLS --------------------------------------------------------------------
+
+# A throwaway CA and a server certificate for DNS:localhost signed by it, in
+# DIR/tls; EC P-256 keys (made in milliseconds). Kept across starts; made
+# again when missing or when the server certificate expires within a day.
+ensure_certificates() {
+  local ca=$TLSDIR/ca.pem ca_key=$TLSDIR/ca.key crt=$TLSDIR/server.pem key=$TLSDIR/server.key ext log serial
+  if [[ -s $ca && -s $ca_key && -s $crt && -s $key ]] \
+     && openssl x509 -checkend 86400 -noout -in "$crt" >/dev/null 2>&1 \
+     && openssl verify -CAfile "$ca" "$crt" >/dev/null 2>&1; then
+    return 0
+  fi
+  mkdir -p "$TLSDIR"
+  rm -f "$ca" "$ca_key" "$crt" "$key" "$TLSDIR/server.csr"
+  ext=$TLSDIR/server.ext log=$TLSDIR/openssl.log
+  printf '%s\n' 'basicConstraints = critical, CA:FALSE' \
+    'keyUsage = critical, digitalSignature, keyEncipherment' \
+    'extendedKeyUsage = serverAuth' \
+    "subjectAltName = DNS:$HTTPS_HOST" \
+    'subjectKeyIdentifier = hash' \
+    'authorityKeyIdentifier = keyid' >"$ext"
+  serial=0x$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+  (
+    umask 077
+    openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout "$ca_key" -out "$ca" -days 30 -subj "/CN=chstate throwaway test CA $(date -u +%Y%m%dT%H%M%SZ)" \
+      -addext 'basicConstraints = critical, CA:TRUE' -addext 'keyUsage = critical, keyCertSign, cRLSign' &&
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout "$key" -out "$TLSDIR/server.csr" -subj "/CN=chstate test server" &&
+    openssl x509 -req -in "$TLSDIR/server.csr" -CA "$ca" -CAkey "$ca_key" -set_serial "$serial" \
+      -days 30 -extfile "$ext" -out "$crt"
+  ) >"$log" 2>&1 || { cat "$log" >&2; die "making the test certificates in $TLSDIR failed"; }
+  chmod 644 "$ca" "$crt"
+  rm -f "$TLSDIR/server.csr" "$ext" "$log"
 }
 
 # --- config -----------------------------------------------------------------
@@ -169,16 +228,24 @@ write_config() {
       -e "s#<interserver_http_port>[0-9]*</interserver_http_port>#<interserver_http_port>$INTERSERVER_PORT</interserver_http_port>#" \
       -e "/<https_port>.*<\/https_port>/d" \
       -e "/<tcp_port_secure>.*<\/tcp_port_secure>/d" \
+      -e "s#<certificateFile>[^<]*</certificateFile>#<certificateFile>$TLSDIR/server.pem</certificateFile>#" \
+      -e "s#<privateKeyFile>[^<]*</privateKeyFile>#<privateKeyFile>$TLSDIR/server.key</privateKeyFile>#" \
+      -e "/<dhParamsFile>.*<\/dhParamsFile>/d" \
       -e "/<listen_host>.*<\/listen_host>/d" \
       -e "/<interserver_http_host>.*<\/interserver_http_host>/d" \
       -e "s#<port>9000</port>#<port>$TCP_PORT</port>#g" \
-      -e "s#^\([[:space:]]*\)<http_port>\(.*\)\$#\1<http_port>\2\n\1<listen_host>127.0.0.1</listen_host>\n\1<interserver_http_host>127.0.0.1</interserver_http_host>\n\1<include_from>$DIR/metrika.xml</include_from>#" \
+      -e "s#^\([[:space:]]*\)<http_port>\(.*\)\$#\1<http_port>\2\n\1<https_port>$HTTPS_PORT</https_port>\n\1<listen_host>127.0.0.1</listen_host>\n\1<interserver_http_host>127.0.0.1</interserver_http_host>\n\1<include_from>$DIR/metrika.xml</include_from>#" \
       "$src" >"$tmp"
   # Check that every rewrite took (the template may differ on another release).
   ! grep -q -e '/var/lib/clickhouse' -e '/var/log/clickhouse-server' "$tmp" \
     || die "config still mentions /var/lib/clickhouse or /var/log/clickhouse-server"
-  for n in "http_port>$HTTP_PORT<" "tcp_port>$TCP_PORT<" \
-           "interserver_http_port>$INTERSERVER_PORT<" "listen_host>127.0.0.1<"; do
+  ! grep -q '<dhParamsFile>' "$tmp" || die "config still names a dhParamsFile"
+  # certificateFile/privateKeyFile: the <server> one only (the template's
+  # <client> section has none). No dhParamsFile: the server's TLS library
+  # then uses its built-in parameters (and ECDHE needs none).
+  for n in "http_port>$HTTP_PORT<" "tcp_port>$TCP_PORT<" "https_port>$HTTPS_PORT<" \
+           "interserver_http_port>$INTERSERVER_PORT<" "listen_host>127.0.0.1<" \
+           "certificateFile>$TLSDIR/server.pem<" "privateKeyFile>$TLSDIR/server.key<"; do
     [[ $(grep -c "<$n" "$tmp") == 1 ]] || die "rewriting $src failed (<$n not found once)"
   done
   mv -f "$tmp" "$DIR/config.xml"
@@ -228,6 +295,9 @@ write_env() {
     printf 'export CHSTATE_TEST_HTTP_USER=%s\n' "$USER_NAME"
     printf 'export CHSTATE_TEST_HTTP_PASSWORD_FILE=%s\n' "$PWFILE"
     printf 'export CHSTATE_TEST_TCP_PORT=%s\n' "$TCP_PORT"
+    printf 'export CHSTATE_TEST_HTTPS_HOST=%s\n' "$HTTPS_HOST"
+    printf 'export CHSTATE_TEST_HTTPS_PORT=%s\n' "$HTTPS_PORT"
+    printf 'export CHSTATE_TEST_CA_FILE=%s\n' "$TLSDIR/ca.pem"
     printf 'export CHSTATE_TEST_SERVER_DIR=%s\n' "$DIR"
   } >"$ENVFILE.tmp"
   mv -f "$ENVFILE.tmp" "$ENVFILE"
@@ -261,7 +331,8 @@ launch_and_wait() {
   echo "$pid" >"$PIDFILE"
   deadline=$(($(now_ms) + START_TIMEOUT * 1000))
   while (($(now_ms) < deadline)); do
-    if VERSION=$(query_version "$HTTP_PORT"); then
+    # Both listeners open together; HTTPS is asked once HTTP answers.
+    if VERSION=$(query_version "$HTTP_PORT") && query_version "$HTTPS_PORT" https >/dev/null; then
       is_our_server "$pid" || { echo "$me: port $HTTP_PORT answers but server pid $pid is gone" >&2; return 1; }
       return 0
     fi
@@ -276,7 +347,8 @@ launch_and_wait() {
     fi
     sleep 0.1
   done
-  echo "$me: clickhouse-server did not answer 'SELECT version()' on 127.0.0.1:$HTTP_PORT within ${START_TIMEOUT}s" >&2
+  echo "$me: clickhouse-server did not answer 'SELECT version()' on http 127.0.0.1:$HTTP_PORT and" \
+       "https $HTTPS_HOST:$HTTPS_PORT (CA $TLSDIR/ca.pem) within ${START_TIMEOUT}s" >&2
   show_logs
   stop_server || true
   return 1
@@ -286,29 +358,31 @@ do_start() {
   local fixed_ports=$1 verb=$2 t0 rc attempt
   [[ -x $BIN ]] || die "$BIN not found (run scripts/install-deps.sh)"
   command -v curl >/dev/null 2>&1 || die "curl not found (run scripts/install-deps.sh)"
+  command -v openssl >/dev/null 2>&1 || die "openssl not found (run scripts/install-deps.sh)"
   t0=$(now_ms)
 
   if [[ -n $(server_pids) ]]; then
     load_ports || die "server running in $DIR but $PORTSFILE is missing; stop it first"
     if VERSION=$(query_version "$HTTP_PORT"); then
       [[ -s $ENVFILE ]] || write_env
-      echo "$me: already running in $DIR (http 127.0.0.1:$HTTP_PORT, pid $(server_pids | head -n1))"
+      echo "$me: already running in $DIR (http 127.0.0.1:$HTTP_PORT, https $HTTPS_HOST:$HTTPS_PORT, pid $(server_pids | head -n1))"
       return 0
     fi
     die "a server for $DIR is running but does not answer on 127.0.0.1:$HTTP_PORT; run '$me stop $DIR'"
   fi
 
   ensure_password
+  ensure_certificates
   if ((fixed_ports)); then
     load_ports || die "no saved ports in $PORTSFILE to restart on"
   elif ! load_ports || ! port_is_free "$HTTP_PORT" || ! port_is_free "$TCP_PORT" \
-       || ! port_is_free "$INTERSERVER_PORT"; then
+       || ! port_is_free "$INTERSERVER_PORT" || ! port_is_free "$HTTPS_PORT"; then
     pick_ports
   fi
 
   for attempt in 1 2 3 4 5; do
-    printf 'HTTP_PORT=%s\nTCP_PORT=%s\nINTERSERVER_PORT=%s\n' \
-      "$HTTP_PORT" "$TCP_PORT" "$INTERSERVER_PORT" >"$PORTSFILE"
+    printf 'HTTP_PORT=%s\nTCP_PORT=%s\nINTERSERVER_PORT=%s\nHTTPS_PORT=%s\n' \
+      "$HTTP_PORT" "$TCP_PORT" "$INTERSERVER_PORT" "$HTTPS_PORT" >"$PORTSFILE"
     rc=0
     launch_and_wait || rc=$?
     ((rc == 0)) && break
@@ -316,12 +390,12 @@ do_start() {
       pick_ports   # lost a race for a port: try others
       continue
     fi
-    ((rc == 2)) && { show_logs; die "port already in use (http $HTTP_PORT, tcp $TCP_PORT, interserver $INTERSERVER_PORT)"; }
+    ((rc == 2)) && { show_logs; die "port already in use (http $HTTP_PORT, tcp $TCP_PORT, interserver $INTERSERVER_PORT, https $HTTPS_PORT)"; }
     exit 1
   done
 
   write_env
-  echo "$me: clickhouse-server $VERSION $verb in $DIR (http 127.0.0.1:$HTTP_PORT, pid $(<"$PIDFILE"), $(($(now_ms) - t0)) ms)"
+  echo "$me: clickhouse-server $VERSION $verb in $DIR (http 127.0.0.1:$HTTP_PORT, https $HTTPS_HOST:$HTTPS_PORT, pid $(<"$PIDFILE"), $(($(now_ms) - t0)) ms)"
 }
 
 lock() {
@@ -349,7 +423,7 @@ case $cmd in
     ;;
   status)
     if [[ -n $(server_pids) ]] && load_ports && VERSION=$(query_version "$HTTP_PORT"); then
-      echo "$me: running in $DIR (clickhouse-server $VERSION, http 127.0.0.1:$HTTP_PORT)"
+      echo "$me: running in $DIR (clickhouse-server $VERSION, http 127.0.0.1:$HTTP_PORT, https $HTTPS_HOST:$HTTPS_PORT)"
     else
       echo "$me: not running in $DIR"
       exit 1

@@ -11,7 +11,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   doctest-dev libssl-dev
   clickhouse-server clickhouse-client
-  ca-certificates curl
+  ca-certificates curl openssl
 )
 # nodejs/npm (for scripts/fetch-chdb.sh) only when npm is not already there.
 if ! command -v npm >/dev/null 2>&1; then
