@@ -15,6 +15,8 @@ packages=(
   # scripts/sanitizers.sh: clang 14, its sanitizer runtimes (only Recommended
   # by clang-14) and llvm-symbolizer (llvm-14) for readable reports.
   clang-14 libclang-rt-14-dev llvm-14
+  # scripts/fuzz.sh: libFuzzer (the runtime -fsanitize=fuzzer links is in libclang-rt-14-dev).
+  libfuzzer-14-dev
 )
 # nodejs/npm (for scripts/fetch-chdb.sh) only when npm is not already there.
 if ! command -v npm >/dev/null 2>&1; then

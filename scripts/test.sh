@@ -53,6 +53,14 @@ if [[ $# -eq 0 ]]; then
 else
   echo "consumers: not run (doctest options given; the full run checks them)"
 fi
+# Fuzzing (fuzz/, scripts/fuzz.sh): every libFuzzer target for a bounded
+# time (CHSTATE_FUZZ_SECONDS each, default 60; two at once); one line,
+# `fuzz: targets=N runs=R crashes=0`. Full runs only.
+if [[ $# -eq 0 ]]; then
+  bash scripts/fuzz.sh "${CHSTATE_FUZZ_SECONDS:-60}" || status=1
+else
+  echo "fuzz: not run (doctest options given; the full run fuzzes)"
+fi
 # Restate doctest's count as the plain closing line CI reads.
 summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1 || true)
 if [[ $summary =~ ([0-9]+)\ passed\ \|\ ([0-9]+)\ failed ]]; then
