@@ -715,6 +715,75 @@ TEST_CASE("config: timeouts from the URI and the environment reach the HTTP tran
                           "5m or 1h (a bare number is seconds; at most 7 days), not \"soon\"");
 }
 
+TEST_CASE("config: a CA file from the URI (ca_file) and the environment (CA_FILE) reaches the HTTP transport") {
+    // Percent-decoded like every URI value; secure by parameter or by https://.
+    auto c = config::from_uri("clickhouse://u:p@h:8443/db?secure=true&ca_file=%2Fetc%2Fmy%20ca%2Fca.pem");
+    CHECK(c.secure);
+    CHECK(c.ca_file == "/etc/my ca/ca.pem");
+    auto h = make_http_options(c);
+    CHECK(h.secure);
+    CHECK(h.ca_file == "/etc/my ca/ca.pem");
+    CHECK(config::from_uri("https://u:p@h/db?ca_file=/ca.pem").ca_file == "/ca.pem");
+    CHECK(config::from_uri("clickhouse://u:p@h/db?ca_file=/ca.pem&secure=1").ca_file == "/ca.pem"); // any order
+    CHECK(config::from_uri("clickhouse://u:p@h/db?secure=true").ca_file.empty()); // default: system paths
+    CHECK(make_http_options(config::from_uri("clickhouse://u:p@h/db?secure=true")).ca_file.empty());
+    // A CA file on a connection that is not secure would do nothing: refused, not ignored.
+    auto plain = parse_uri("clickhouse://u:p@h/db?ca_file=/ca.pem");
+    CHECK(plain.ec == errc::invalid_configuration);
+    CHECK(plain.message == "ca_file applies to secure connections only: add secure=true (or use https://)");
+    CHECK(parse_uri("clickhouse://u:p@h/db?ca_file=/ca.pem&secure=false").ec == errc::invalid_configuration);
+    CHECK(parse_uri("chdb:///x?ca_file=/ca.pem").message ==
+          "ca_file applies to clickhouse:// URIs only (chDB runs in-process)");
+    // Control characters refused like every other setting, naming it.
+    for (char ch : control_characters()) {
+        CAPTURE(static_cast<int>(static_cast<unsigned char>(ch)));
+        auto r = parse_uri("clickhouse://u:p@h/db?secure=true&ca_file=/etc/c" + percent(ch) + "a.pem");
+        CHECK(r.ec == errc::invalid_configuration);
+        CHECK(contains(r.message, "clickhouse URI: parameter ca_file contains a control character"));
+        CHECK(detail::find_control_character(r.message) == std::string::npos);
+        std::map<std::string, std::string> env{{"MELTANO_STATE_BACKEND_URI", "clickhouse://u:p@h/db?secure=true"},
+                                               {"MELTANO_STATE_BACKEND_CLICKHOUSE_CA_FILE", std::string("/c") + ch + "a"}};
+        error_code ec;
+        diagnostics d;
+        config::from_environment(lookup_in(env), ec, d);
+        CHECK(ec == errc::invalid_configuration);
+        CHECK(contains(d.message, "MELTANO_STATE_BACKEND_CLICKHOUSE_CA_FILE contains a control character"));
+        CHECK(detail::find_control_character(d.message) == std::string::npos);
+    }
+    // The environment's CA_FILE wins over the URI's, and needs a secure connection too.
+    std::map<std::string, std::string> env{
+        {"MELTANO_STATE_BACKEND_URI", "clickhouse://u:p@h/db?secure=true&ca_file=/from-uri.pem"},
+        {"MELTANO_STATE_BACKEND_CLICKHOUSE_CA_FILE", "/from-env.pem"},
+    };
+    CHECK(config::from_environment(lookup_in(env)).ca_file == "/from-env.pem");
+    CHECK(make_http_options(config::from_environment(lookup_in(env))).ca_file == "/from-env.pem");
+    env.erase("MELTANO_STATE_BACKEND_CLICKHOUSE_CA_FILE");
+    CHECK(config::from_environment(lookup_in(env)).ca_file == "/from-uri.pem");
+    std::map<std::string, std::string> bare{{"MELTANO_STATE_BACKEND_CLICKHOUSE_HOST", "h"},
+                                            {"MELTANO_STATE_BACKEND_CLICKHOUSE_CA_FILE", "/ca.pem"}};
+    error_code ec;
+    diagnostics d;
+    config::from_environment(lookup_in(bare), ec, d);
+    CHECK(ec == errc::invalid_configuration);
+    CHECK(contains(d.message, "MELTANO_STATE_BACKEND_CLICKHOUSE_SECURE=true"));
+    bare["MELTANO_STATE_BACKEND_CLICKHOUSE_SECURE"] = "true";
+    auto e = config::from_environment(lookup_in(bare));
+    CHECK(e.secure);
+    CHECK(e.ca_file == "/ca.pem");
+    // A hand-made config: make_http_options checks it like the other settings.
+    config hand;
+    hand.secure = true;
+    hand.ca_file = "/ca\n.pem";
+    make_http_options(hand, ec, d);
+    CHECK(ec == errc::invalid_configuration);
+    CHECK(contains(d.message, "config.ca_file"));
+    // And the transport refuses one before connecting.
+    http_options o;
+    o.ca_file = "/ca\r.pem";
+    CHECK(detail::validate_http_options(o, d) == errc::invalid_configuration);
+    CHECK(contains(d.message, "http_options.ca_file"));
+}
+
 TEST_CASE("config: IPv6 hosts are kept bare and printed in brackets") {
     auto c = config::from_uri("clickhouse://u:p@[::1]:8123/db");
     CHECK(c.host == "::1");

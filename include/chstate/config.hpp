@@ -11,11 +11,14 @@
 //       state survives restarts. chdb://dir/… (a URI authority) is refused:
 //       it would silently mean the folder /…, not dir/….
 //   Both accept ?schema=NAME&table=NAME (defaults meltano, state).
+//   clickhouse:// also ?ca_file=/path/ca.pem (percent-encoded): the PEM CA
+//   bundle secure connections trust, instead of the system's default paths;
+//   refused unless the connection is secure (secure=true or https://).
 //
 // config::from_environment() reads MELTANO_STATE_BACKEND_URI, then the
 // overrides MELTANO_STATE_BACKEND_CLICKHOUSE_{HOST,PORT,DATABASE,USER,
-// PASSWORD,SECURE,SCHEMA,TABLE}, which win over the URI. Error messages
-// never contain the password.
+// PASSWORD,SECURE,CA_FILE,SCHEMA,TABLE}, which win over the URI. Error
+// messages never contain the password.
 //
 // No setting may contain a control character (0x00–0x1F, 0x7F): user,
 // password and host become HTTP header values, where CR/LF would let a
@@ -185,6 +188,11 @@ struct config {
     std::string user = "default";
     std::string password;
     bool secure = false;
+    /// HTTP with secure: the PEM CA bundle to trust, instead of the system's
+    /// default paths (URI `ca_file`, MELTANO_STATE_BACKEND_CLICKHOUSE_CA_FILE);
+    /// empty: the default paths. Set while secure is false, from_uri and
+    /// from_environment refuse it (it would do nothing).
+    std::string ca_file;
     std::string embedded_path; ///< chDB data folder (engine_kind::embedded)
     /// HTTP: resolve + connect (+ TLS handshake) limit (URI `connect_timeout`).
     std::chrono::milliseconds connect_timeout{10'000};
@@ -269,6 +277,10 @@ struct config {
             if (param.key == "secure") {
                 if (!parse_bool(value, c.secure))
                     return fail("secure must be true or false, not \"" + printable(value, 40) + "\"");
+            } else if (param.key == "ca_file") {
+                if (c.engine == engine_kind::embedded)
+                    return fail("ca_file applies to clickhouse:// URIs only (chDB runs in-process)");
+                c.ca_file = value;
             } else if (param.key == "schema") {
                 c.store.schema = value;
             } else if (param.key == "table") {
@@ -289,11 +301,14 @@ struct config {
                     c.store.lock.timeout = d;
             } else {
                 return fail("unknown URI parameter \"" + printable(param.key, 40) +
-                            "\" (known: secure, schema, table, connect_timeout, request_timeout, lock_timeout)");
+                            "\" (known: secure, ca_file, schema, table, connect_timeout, request_timeout, "
+                            "lock_timeout)");
             }
         }
         if (c.store.schema.empty() || c.store.table.empty())
             return fail("schema and table must not be empty");
+        if (!c.ca_file.empty() && !c.secure)
+            return fail("ca_file applies to secure connections only: add secure=true (or use https://)");
         if (c.engine == engine_kind::embedded) {
             ec = detail::check_no_control_characters("chdb URI: the data folder", c.embedded_path, false, diag);
             if (!ec)
@@ -303,6 +318,8 @@ struct config {
                                      {"clickhouse URI: the host", "clickhouse URI: the user",
                                       "clickhouse URI: the password", "clickhouse URI: the database"},
                                      diag);
+            if (!ec)
+                ec = detail::check_no_control_characters("clickhouse URI: parameter ca_file", c.ca_file, false, diag);
             if (!ec)
                 ec = check_names(c, "clickhouse URI: parameter schema", "clickhouse URI: parameter table", diag);
         }
@@ -362,7 +379,8 @@ struct config {
             return c;
         if (auto v = get("SECURE"); v && !parse_bool(*v, c.secure))
             return fail(prefix + "SECURE must be true or false, not \"" + printable(*v, 40) + "\"");
-        if (!take("SCHEMA", c.store.schema, false) || !take("TABLE", c.store.table, false))
+        if (!take("CA_FILE", c.ca_file, false) || !take("SCHEMA", c.store.schema, false) ||
+            !take("TABLE", c.store.table, false))
             return c;
         for (auto [key, field] : {std::pair{"CONNECT_TIMEOUT", &c.connect_timeout},
                                   std::pair{"REQUEST_TIMEOUT", &c.request_timeout},
@@ -373,6 +391,9 @@ struct config {
         }
         if (c.store.schema.empty() || c.store.table.empty())
             return fail("schema and table must not be empty");
+        if (!c.ca_file.empty() && (!c.secure || c.engine != engine_kind::http))
+            return fail("a CA file (" + prefix + "CA_FILE or the URI's ca_file) applies to secure clickhouse:// "
+                        "connections only: set " + prefix + "SECURE=true or secure=true in the URI");
         return c;
     }
 

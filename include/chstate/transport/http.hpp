@@ -62,8 +62,22 @@
 // operation's connection and completes with asio::error::operation_aborted.
 //
 // TLS (secure = true): Boost.Asio SSL over OpenSSL, peer and host-name
-// verification on; ca_file adds a CA bundle (otherwise the system's default
-// paths). Define CHSTATE_NO_TLS to build without OpenSSL (secure = true
+// verification on; the CAs trusted are ca_file's (a PEM bundle) if given,
+// else only the system's default paths (which OpenSSL lets SSL_CERT_FILE /
+// SSL_CERT_DIR replace). The name
+// checked is http_options::host, by OpenSSL's own check during the
+// handshake: a DNS name against the certificate's DNS names, an IP address
+// (sent without SNI) against its IP addresses only. A certificate that does
+// not verify fails the handshake before any request byte is sent:
+// errc::connection_failed, diag "TLS handshake with H:P failed: certificate
+// verification failed: <OpenSSL's reason>" (e.g. "unable to get local issuer
+// certificate", "hostname mismatch", "IP address mismatch"). Tested against
+// the 18.16 server's HTTPS port and a throwaway CA (tests/server.cpp).
+// OpenSSL keeps some state per thread that ran a TLS operation, freed when
+// the thread exits while OpenSSL is still initialised: join the threads that
+// run http_transport before the program's exit handlers run OpenSSL's
+// cleanup (or call OPENSSL_thread_stop() on them), or a leak checker reports
+// that state. Define CHSTATE_NO_TLS to build without OpenSSL (secure = true
 // then fails with errc::unsupported). With BOOST_ASIO_SEPARATE_COMPILATION
 // one translation unit must include <boost/asio/ssl/impl/src.hpp>.
 #pragma once
@@ -96,10 +110,11 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #ifndef CHSTATE_NO_TLS
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 #endif
 
 #include <sys/socket.h>
@@ -127,7 +142,8 @@ struct http_options {
     std::string password;
     /// HTTPS with certificate and host-name verification.
     bool secure = false;
-    /// Extra CA bundle (PEM) for secure connections; empty: system defaults.
+    /// CA bundle (PEM) trusted by secure connections, instead of the
+    /// system's default paths; empty: those default paths.
     std::string ca_file;
     /// Connections open at once (in use or idle), shared by all operations.
     std::size_t pool_size = 4;
@@ -214,6 +230,8 @@ inline error_code validate_http_options(const http_options& o, diagnostics& diag
     if (auto ec = check_no_control_characters("http_options.password", o.password, true, diag))
         return ec;
     if (auto ec = check_no_control_characters("http_options.database", o.database, false, diag))
+        return ec;
+    if (auto ec = check_no_control_characters("http_options.ca_file", o.ca_file, false, diag))
         return ec;
     if (o.host.empty() || o.port == 0) {
         diag.message = o.host.empty() ? "http_options.host is empty" : "http_options.port is 0 (expected 1–65535)";
@@ -645,17 +663,30 @@ private:
                 co_return pool->tls_error ? pool->tls_error : make_error_code(errc::invalid_configuration);
             }
             c->tls = std::make_unique<asio::ssl::stream<detail::tcp::socket&>>(c->socket, *pool->tls_context);
-            if (!SSL_set_tlsext_host_name(c->tls->native_handle(), o.host.c_str())) {
+            // The name to verify, checked by OpenSSL during the handshake (its
+            // failure then reads "hostname mismatch", not only "certificate
+            // verify failed"). An IP address is matched against the
+            // certificate's IP addresses and sent without SNI (RFC 6066).
+            SSL* ssl = c->tls->native_handle();
+            X509_VERIFY_PARAM* verify = SSL_get0_param(ssl);
+            error_code not_ip;
+            (void)asio::ip::make_address(o.host, not_ip);
+            const bool named = not_ip ? SSL_set_tlsext_host_name(ssl, o.host.c_str()) == 1 &&
+                                            X509_VERIFY_PARAM_set1_host(verify, o.host.c_str(), o.host.size()) == 1
+                                      : X509_VERIFY_PARAM_set1_ip_asc(verify, o.host.c_str()) == 1;
+            if (!named) {
                 st->conn = nullptr;
-                diag.message = "cannot set TLS server name " + o.host;
+                diag.message = "cannot set the TLS server name to verify to " + o.host;
                 co_return make_error_code(errc::connection_failed);
             }
-            c->tls->set_verify_callback(asio::ssl::host_name_verification(o.host));
             auto [hec] = co_await c->tls->async_handshake(asio::ssl::stream_base::client, tuple);
             if (hec || st->cancelled || st->timed_out) {
                 st->conn = nullptr;
+                std::string why = hec.message();
+                if (const long v = SSL_get_verify_result(ssl); hec && v != X509_V_OK)
+                    why = std::string("certificate verification failed: ") + X509_verify_cert_error_string(v);
                 co_return fail_or_interrupt(st, make_error_code(errc::connection_failed), diag,
-                                            "TLS handshake with " + where + " failed: " + hec.message());
+                                            "TLS handshake with " + where + " failed: " + why);
             }
 #endif
         }
@@ -906,12 +937,14 @@ private:
 static_assert(transport<http_transport>);
 
 /// Connection settings from a parsed clickhouse:// URI or the environment.
-/// A host, user, password or database holding a control character (possible
+/// A host, user, password, database or CA file holding a control character (possible
 /// only in a config built or changed by hand: from_uri and from_environment
 /// refuse them) sets ec to errc::invalid_configuration, naming the setting.
 inline http_options make_http_options(const config& c, error_code& ec, diagnostics& diag) {
     http_options o;
     ec = config::check_http_settings(c, {"config.host", "config.user", "config.password", "config.database"}, diag);
+    if (!ec)
+        ec = detail::check_no_control_characters("config.ca_file", c.ca_file, false, diag);
     if (ec)
         return o;
     o.host = c.host;
@@ -920,6 +953,7 @@ inline http_options make_http_options(const config& c, error_code& ec, diagnosti
     o.user = c.user;
     o.password = c.password;
     o.secure = c.secure;
+    o.ca_file = c.ca_file;
     o.connect_timeout = c.connect_timeout;
     o.request_timeout = c.request_timeout;
     return o;
