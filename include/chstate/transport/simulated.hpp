@@ -658,8 +658,11 @@ private:
     /// writes them), parsed once per distinct text.
     const std::vector<std::string>& string_array(const std::string& text) const {
         std::lock_guard lk(array_cache_mutex_);
-        auto [it, fresh] = array_cache_.try_emplace(text);
-        if (!fresh)
+        // Not a structured binding: `fail` below captures `it`, which
+        // clang before 16 cannot do with a binding (P1091, P1381).
+        auto emplaced = array_cache_.try_emplace(text);
+        auto it = emplaced.first;
+        if (!emplaced.second)
             return it->second;
         std::vector<std::string>& out = it->second;
         std::size_t i = 0;
