@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# Sanitized test runs (README "Tests"), run by scripts/test.sh on full runs.
+#
+# Builds the test binary without the embedded engine (chstate_tests_no_chdb,
+# tests/CMakeLists.txt) twice with clang 14, -O1 -g:
+#   build-asan/  -fsanitize=address,undefined -fno-sanitize=function
+#                -fno-sanitize-recover=all
+#   build-tsan/  -fsanitize=thread
+# then runs the suites that do not load chDB under ASan+UBSan (LeakSanitizer
+# included) and the concurrency-heavy cases under TSan. One line:
+#   sanitizers: asan_ubsan=passed|failed tsan=passed|failed
+# and a non-zero exit on any report, with the report's first lines on stderr.
+#
+# The server cases need a running ClickHouse: CHSTATE_TEST_SERVER_DIR as
+# scripts/test.sh exports it; without it this script starts its own.
+# Usage: scripts/sanitizers.sh      (CHSTATE_BUILD_JOBS: compile jobs, 2)
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+# ---- what runs where: the one place --------------------------------------
+#
+# chDB is never loaded in a sanitized run: libchdb.so crashes inside its own
+# start-up under ASan. Three fences keep it out:
+#  1. the `embedded` suite is not compiled into chstate_tests_no_chdb at all
+#     (tests/embedded.cpp is left out; tests/sanitizers/no_chdb.cpp stands in
+#     for its shared_engine() and throws, naming this file);
+#  2. every other test case that opens the embedded engine is excluded by
+#     name here (chdb_cases), and each name must still match a test case;
+#  3. the binary is built, and run, with CHSTATE_CHDB_LIBRARY pointing at
+#     tests/sanitizers/chdb_guard.c, a libchdb.so whose loading aborts the run
+#     saying why: any path to chDB a new test takes stops loudly.
+chdb_cases=(
+  "open: a clickhouse:// URI and a chdb: URI*" # server.cpp: opens this process's chDB folder beside the server
+)
+# ASan+UBSan: every suite that does not need chDB (server in a process of
+# its own, beside the others).
+asan_local_suites=unit,json,simulated
+# TSan: the cases where threads really meet, not the whole suites (TSan runs
+# 5-15x slower, and most cases are one thread handing work to one other):
+tsan_cases=(
+  # 8 threads, each with its own store, on one simulated server whose
+  # statements run on a shared pool: acquire, read-modify-write, fence, release.
+  "lock torture on the simulation*"
+  # 8 processes (this binary, re-executed) each with a 4-thread transport pool.
+  "lock stress: 8 processes*"
+  # 40 coroutines on one io_context over a 3-connection pool on 4 threads.
+  "http: many coroutines over a small pool*"
+  # The caller's own io_context and the transport's threads.
+  "open: async forms from a coroutine*"
+  # Cancellation and timeouts race a pending read on the pool's threads.
+  "http: cancellation through the handler's slot*"
+  "http: the request timeout*"
+  "http: a sink error abandons the statement"
+  # Pooled connections the server closed: keep-alive expiry and restarts.
+  "http: idle longer than the keep-alive timeout*"
+  "http: server restarted between two operations*"
+  # The lock protocol on the real server: background releases (a lease
+  # destroyed unreleased), heartbeats on a timer, cancelled acquires, and
+  # completion tokens of every kind (coroutine, future, callback).
+  "server: lock:*"
+  "server: strict lock:*"
+  "server: operations accept any completion token*"
+)
+# The simulated lock-schedule explorer runs under ASan+UBSan only: it is one
+# thread deciding the order of every step, so TSan has nothing to find there.
+
+jobs=${CHSTATE_BUILD_JOBS:-2}
+target=chstate_tests_no_chdb
+clang_c=clang-14
+clang_cxx=clang++-14
+work=$(mktemp -d /tmp/chstate-sanitizers.XXXXXX)
+server_dir=
+cleanup() {
+  if [[ -n $server_dir ]]; then
+    bash scripts/clickhouse-server.sh stop "$server_dir" >/dev/null 2>&1 || true
+    rm -rf "$server_dir"
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+now() { date +%s; }
+join_by() { local IFS=$1; shift; echo "$*"; }
+
+command -v "$clang_cxx" >/dev/null 2>&1 || bash scripts/install-deps.sh >/dev/null
+command -v "$clang_cxx" >/dev/null 2>&1 || { echo "sanitizers: $clang_cxx not found (scripts/install-deps.sh installs it)" >&2; exit 1; }
+
+if [[ -z ${CHSTATE_TEST_SERVER_DIR:-} ]]; then
+  server_dir=$(mktemp -d /tmp/chstate-sanitizers-server.XXXXXX)
+  bash scripts/clickhouse-server.sh start "$server_dir" >/dev/null
+  export CHSTATE_TEST_SERVER_DIR=$server_dir
+fi
+export CHSTATE_TEST_DIR=$work
+# (scripts/test.sh checks its own fidelity results; these runs keep theirs to themselves)
+unset CHSTATE_FIDELITY_RESULTS
+# "large values" (tests/large_values_cases.ipp) with an 8 MB state instead of
+# 100 MB: the same code paths and sizes far past every buffer; at 100 MB the
+# server case alone takes 5 minutes under ASan (the normal run keeps 100 MB).
+export CHSTATE_LARGE_STATE_MB=${CHSTATE_LARGE_STATE_MB:-8}
+
+# llvm-symbolizer for readable stacks (Debian installs it unversioned only here).
+export PATH=/usr/lib/llvm-14/bin:$PATH
+# Sanitizer settings. Suppressions, each with its reason, in tests/sanitizers/.
+sup=$repo/tests/sanitizers
+export ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:detect_odr_violation=2"
+export LSAN_OPTIONS="suppressions=$sup/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$sup/tsan.supp:print_suppressions=0"
+
+# build KIND FLAGS...: configures (always; a no-op when nothing changed) and
+# builds build-KIND/ with the guard libchdb.so. Prints seconds taken.
+build() {
+  local kind=$1; shift
+  local dir=build-$kind flags="$*"
+  mkdir -p "$dir/chdb-guard"
+  "$clang_c" -O1 -shared -fPIC -o "$dir/chdb-guard/libchdb.so" tests/sanitizers/chdb_guard.c
+  CC=$clang_c CXX=$clang_cxx cmake -S . -B "$dir" -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+    -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
+    -DCHSTATE_BUILD_TOOLS=OFF -DCHSTATE_CHDB_LIBRARY="$repo/$dir/chdb-guard/libchdb.so" \
+    >"$work/$kind-configure.log" 2>&1 || { tail -n 30 "$work/$kind-configure.log" >&2; return 1; }
+  ninja -C "$dir" -j "$jobs" "$target" >"$work/$kind-build.log" 2>&1 \
+    || { grep -E -m 20 -A 5 'error|FAILED' "$work/$kind-build.log" >&2 || tail -n 30 "$work/$kind-build.log" >&2; return 1; }
+}
+
+report_pattern='ERROR: (Address|Leak)Sanitizer|runtime error:|WARNING: ThreadSanitizer|ERROR: ThreadSanitizer|FATAL: ThreadSanitizer|chstate sanitizers:'
+# First lines of any sanitizer report (or of the failure) in LOG, on stderr.
+show_report() {
+  local log=$1 kind=$2
+  if grep -qE "$report_pattern" "$log"; then
+    echo "sanitizers[$kind]: report (first lines; full log kept in $3):" >&2
+    grep -E -m 1 -B 2 -A 40 "$report_pattern" "$log" >&2 || true
+  else
+    echo "sanitizers[$kind]: the test run failed without a sanitizer report (full log kept in $3); failures:" >&2
+    grep -E -B 2 -A 12 'ERROR:|FATAL ERROR|TEST CASE:' "$log" | head -n 60 >&2 || tail -n 40 "$log" >&2
+  fi
+}
+
+# The count doctest's --list-test-cases ends with (0 when absent).
+listed_count() {
+  local n
+  n=$(sed -n 's/^\[doctest\] unskipped test cases passing the current filters: \([0-9]*\).*/\1/p' | tail -n 1)
+  echo "${n:-0}"
+}
+
+# run LABEL KIND PREFIX-ARGV... -- DOCTEST-OPTIONS...: runs build-KIND's
+# binary, the chdb_cases excluded; checks the selection first (some case
+# runs; every chdb_cases name still matches a case). LABEL names the log.
+run() {
+  local label=$1 kind=$2; shift 2
+  local prefix=()
+  while [[ $1 != -- ]]; do prefix+=("$1"); shift; done
+  shift
+  local exe=build-$kind/tests/$target log=$work/$label.log
+  local exclude count c status=0
+  exclude=$(join_by , "${chdb_cases[@]}")
+  count=$("${prefix[@]}" "$exe" --list-test-cases --no-version "$@" -tce="$exclude" 2>&1 | listed_count)
+  ((count > 0)) || { echo "sanitizers[$label]: the selection matches no test case" >&2; return 1; }
+  for c in "${chdb_cases[@]}"; do
+    (($("${prefix[@]}" "$exe" --list-test-cases --no-version -tc="$c" 2>&1 | listed_count) > 0)) \
+      || { echo "sanitizers[$label]: chdb_cases entry '$c' matches no test case: update scripts/sanitizers.sh" >&2; return 1; }
+  done
+  CHSTATE_CHDB_LIBRARY=$repo/build-$kind/chdb-guard/libchdb.so \
+    "${prefix[@]}" "$exe" --no-version "$@" -tce="$exclude" >"$log" 2>&1 || status=$?
+  local summary
+  summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1 | sed 's/^\[doctest\] test cases: *//; s/  */ /g')
+  echo "sanitizers[$label]: ${summary:-no doctest summary} (of $count selected)"
+  if ((status != 0)) || grep -qE "$report_pattern" "$log"; then
+    cp "$log" "$repo/build-$kind/sanitizers-$label.log"
+    show_report "$log" "$label" "build-$kind/sanitizers-$label.log"
+    return 1
+  fi
+}
+
+echo "sanitizers: never run sanitized (they load chDB): suite embedded (not built), $(join_by , "${chdb_cases[@]}")"
+asan=failed tsan=failed
+t0=$(now)
+if build asan -fsanitize=address,undefined -fno-sanitize=function -fno-sanitize-recover=all; then
+  t1=$(now)
+  echo "sanitizers[asan_ubsan]: built in $((t1 - t0)) s"
+  # Two processes at once: the server suite mostly waits on the server (and
+  # stops and restarts it), the others are all CPU.
+  run asan_ubsan-server asan -- -ts=server & server_run=$!
+  run asan_ubsan asan -- -ts="$asan_local_suites" & local_run=$!
+  ok=1
+  wait "$server_run" || ok=0
+  wait "$local_run" || ok=0
+  ((ok)) && asan=passed
+  echo "sanitizers[asan_ubsan]: ran in $(($(now) - t1)) s"
+fi
+# TSan on clang 14 cannot map its shadow with the large mmap randomisation
+# newer kernels use ("unexpected memory mapping"): run without address space
+# randomisation where this machine allows it (the stress children inherit it).
+norandom=()
+if setarch "$(uname -m)" -R true >/dev/null 2>&1; then norandom=(setarch "$(uname -m)" -R); fi
+t2=$(now)
+if build tsan -fsanitize=thread; then
+  t3=$(now)
+  echo "sanitizers[tsan]: built in $((t3 - t2)) s"
+  if run tsan tsan "${norandom[@]}" -- -tc="$(join_by , "${tsan_cases[@]}")"; then tsan=passed; fi
+  echo "sanitizers[tsan]: ran in $(($(now) - t3)) s"
+fi
+echo "sanitizers: asan_ubsan=$asan tsan=$tsan"
+[[ $asan == passed && $tsan == passed ]]
