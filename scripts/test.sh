@@ -53,6 +53,14 @@ if [[ $# -eq 0 ]]; then
 else
   echo "consumers: not run (doctest options given; the full run checks them)"
 fi
+# Sanitizers (scripts/sanitizers.sh): the suites that never load chDB under
+# ASan+UBSan and the concurrency-heavy cases under TSan, against the server
+# above; one line, `sanitizers: ...`. Full runs only.
+if [[ $# -eq 0 ]]; then
+  bash scripts/sanitizers.sh || status=1
+else
+  echo "sanitizers: not run (doctest options given; the full run checks them)"
+fi
 # Fuzzing (fuzz/, scripts/fuzz.sh): every libFuzzer target for a bounded
 # time (CHSTATE_FUZZ_SECONDS each, default 60; two at once); one line,
 # `fuzz: targets=N runs=R crashes=0`. Full runs only.
