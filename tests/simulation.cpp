@@ -61,6 +61,91 @@ TEST_SUITE("simulated") {
 
 using namespace std::chrono_literals;
 
+// ---- lock rows a failed statement left behind --------------------------------
+
+/// Passes statements to `Inner`, failing those `match` picks (the first
+/// `times` of them) with `fail_with`, as a lost connection would.
+template <class Inner>
+struct failing_transport {
+    Inner inner;
+    std::function<bool(const statement&)> match;
+    error_code fail_with;
+    std::shared_ptr<std::atomic<int>> times = std::make_shared<std::atomic<int>>(1);
+
+    auto get_executor() const { return inner.get_executor(); }
+
+    template <class CompletionToken>
+    auto async_execute(const statement& stmt, result_sink sink, diagnostics& diag, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [self = *this](auto handler, const statement* stmt, result_sink sink, diagnostics* diag) mutable {
+                if (self.match(*stmt) && self.times->fetch_sub(1) > 0) {
+                    diag->message = "injected failure";
+                    asio::post(self.get_executor(),
+                               [h = std::move(handler), ec = self.fail_with]() mutable { std::move(h)(ec); });
+                    return;
+                }
+                self.inner.async_execute(*stmt, std::move(sink), *diag, std::move(handler));
+            },
+            token, &stmt, std::move(sink), &diag);
+    }
+};
+
+TEST_CASE("orphaned locks: a release that fails does not fail the write; the row goes back before the next operation") {
+    for (auto mode : {lock_mode::seed_compatible, lock_mode::strict}) {
+        CAPTURE(int(mode));
+        asio::io_context ioc;
+        manual_clock clock;
+        auto server = simulated_clickhouse::create(clock);
+        store_options o;
+        o.schema = "orphans";
+        o.lock.mode = mode;
+        // seed: the release is a DELETE of our lock row; strict: an INSERT of a release event
+        auto release = [mode](const statement& s) {
+            if (mode == lock_mode::seed_compatible)
+                return s.sql.find("DELETE") != std::string::npos;
+            return std::any_of(s.parameters.begin(), s.parameters.end(),
+                               [](const parameter& p) { return p.name == "kind" && p.value == "release"; });
+        };
+        using flaky = failing_transport<simulated_transport>;
+        basic_state_store<flaky, manual_clock> store(
+            ioc.get_executor(),
+            flaky{simulated_transport(server, ioc.get_executor()), release, make_error_code(errc::connection_failed)},
+            o, clock);
+        basic_state_store<simulated_transport, manual_clock> rival(
+            ioc.get_executor(), simulated_transport(server, ioc.get_executor(), 1), o, clock);
+        auto run = [&](auto f) {
+            auto fut = f();
+            clock.run(ioc);
+            return fut.get();
+        };
+        state s{"job", chstate::object{{"n", 1}}, {}};
+        // The write lands and update() says so, although the release failed.
+        auto written = run([&] { return store.async_update(s, asio::use_future); });
+        CHECK(written.partial_state == s.partial_state);
+        CHECK(store.orphaned_locks() == 1);
+        // Meanwhile the id stays locked for others ...
+        auto o2 = o;
+        o2.lock.timeout = 3s;
+        basic_state_store<simulated_transport, manual_clock> impatient(
+            ioc.get_executor(), simulated_transport(server, ioc.get_executor(), 2), o2, clock);
+        error_code blocked;
+        try {
+            run([&] { return impatient.async_acquire_lock("job", asio::use_future); });
+        } catch (const boost::system::system_error& e) {
+            blocked = e.code();
+        }
+        CHECK(blocked == errc::state_id_locked);
+        // ... until the owner's next operation gives the row back.
+        auto back = run([&] { return store.async_get("job", asio::use_future); });
+        REQUIRE(back);
+        CHECK(back->partial_state == s.partial_state);
+        CHECK(store.orphaned_locks() == 0);
+        auto lease = run([&] { return rival.async_acquire_lock("job", asio::use_future); });
+        CHECK(lease.state_id() == "job");
+        run([&] { return lease.async_release(asio::use_future); });
+    }
+}
+
 // ---- model checks of the simulator itself -----------------------------------
 
 inline std::string sql(simulated_clickhouse& s, const std::string& text, std::vector<parameter> params = {},

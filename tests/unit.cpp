@@ -1178,4 +1178,283 @@ TEST_CASE("random_uuid: version 4 text, distinct") {
     CHECK(a != b);
 }
 
+
+// ---- bounded replies: a hostile server cannot grow the client ----------------
+
+namespace {
+
+/// A loopback HTTP server that answers like ClickHouse until a request's
+/// text contains `trigger`, and then answers 200 and streams `pattern`
+/// forever (until the client hangs up), announcing a 10 GB Content-Length.
+class hostile_server {
+public:
+    hostile_server(std::string trigger, std::string head_of_body, std::string pattern)
+        : trigger_(std::move(trigger)), head_(std::move(head_of_body)), pattern_(std::move(pattern)) {
+        acceptor_.open(asio::ip::tcp::v4());
+        acceptor_.bind({loopback, 0});
+        acceptor_.listen(16);
+        port_ = acceptor_.local_endpoint().port();
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~hostile_server() {
+        stop_ = true;
+        error_code ignored;
+        asio::ip::tcp::socket poke(io_);
+        poke.connect({loopback, port_}, ignored); // unblocks accept()
+        poke.close(ignored);
+        thread_.join();
+    }
+    std::uint16_t port() const { return port_; }
+    std::size_t streamed() const { return streamed_; }
+
+private:
+    void serve() {
+        while (!stop_) {
+            asio::ip::tcp::socket s(io_);
+            error_code ec;
+            acceptor_.accept(s, ec);
+            if (ec || stop_)
+                return;
+            std::string in;
+            std::array<char, 65536> buf;
+            // One request per connection is enough: answers close the connection.
+            for (;;) {
+                auto head_end = in.find("\r\n\r\n");
+                if (head_end != std::string::npos) {
+                    std::string lower = in.substr(0, head_end);
+                    std::transform(lower.begin(), lower.end(), lower.begin(),
+                                   [](unsigned char c) { return std::tolower(c); });
+                    std::size_t length = 0;
+                    if (auto at = lower.find("\r\ncontent-length: "); at != std::string::npos)
+                        length = std::stoul(lower.substr(at + 18));
+                    if (in.size() >= head_end + 4 + length)
+                        break;
+                }
+                std::size_t n = s.read_some(asio::buffer(buf), ec);
+                if (ec)
+                    break;
+                in.append(buf.data(), n);
+            }
+            if (ec)
+                continue;
+            std::string plain;
+            if (in.find("version()") != std::string::npos)
+                plain = "18.16.1\n";
+            if (in.find(trigger_) == std::string::npos) {
+                std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(plain.size()) +
+                                    "\r\nConnection: close\r\n\r\n" + plain;
+                asio::write(s, asio::buffer(reply), ec);
+                continue;
+            }
+            std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: 10000000000\r\nConnection: close\r\n\r\n" + head_;
+            asio::write(s, asio::buffer(reply), ec);
+            std::string block;
+            while (block.size() < (1 << 20))
+                block += pattern_;
+            while (!ec && !stop_) {
+                streamed_ += asio::write(s, asio::buffer(block), ec);
+            }
+        }
+    }
+
+    std::string trigger_, head_, pattern_;
+    asio::io_context io_;
+    asio::ip::tcp::acceptor acceptor_{io_};
+    std::uint16_t port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::atomic<std::size_t> streamed_{0};
+    std::thread thread_;
+};
+
+/// Peak resident set since the last reset_peak_rss(), in bytes (Linux).
+std::size_t peak_rss() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.starts_with("VmHWM:"))
+            return std::stoull(line.substr(6)) * 1024;
+    return 0;
+}
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+struct hostile_outcome {
+    error_code ec;
+    std::string message;
+    std::size_t rss_growth = 0;
+    double seconds = 0;
+};
+
+/// Runs `op` on a store over HTTP to `server`, limits as given.
+template <class Op>
+hostile_outcome against(hostile_server& server, reply_limits limits, Op op) {
+    asio::thread_pool threads(1);
+    http_options h;
+    h.host = "127.0.0.1";
+    h.port = server.port();
+    h.request_timeout = std::chrono::seconds(60);
+    store_options o;
+    o.limits = limits;
+    basic_state_store<http_transport> store(http_transport(threads.get_executor(), h), o);
+    hostile_outcome out;
+    reset_peak_rss();
+    const std::size_t before = peak_rss();
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+        op(store);
+    } catch (const chstate::error& e) {
+        out.ec = e.code();
+        out.message = e.what();
+    }
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::size_t after = peak_rss();
+    out.rss_growth = after > before ? after - before : 0;
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("limits: endless ids from a hostile server stop at max_operation_bytes, memory bounded") {
+    // Rows of RowBinary: varint length 8, then 8 bytes — forever.
+    hostile_server server("RowBinary", "", std::string("\x08", 1) + "id-bytes");
+    reply_limits limits;
+    limits.max_operation_bytes = 16 << 20;
+    auto r = against(server, limits, [](auto& store) { store.state_ids("*"); });
+    INFO(r.message);
+    CHECK(r.ec == errc::reply_too_large);
+    CHECK(contains(r.message, "max_operation_bytes"));
+    CHECK(r.rss_growth < (64u << 20));
+    CHECK(r.seconds < 30);
+    MESSAGE("endless ids: stopped after " << r.seconds << " s, peak RSS +" << (r.rss_growth >> 20) << " MiB");
+}
+
+TEST_CASE("limits: a row declaring 10 GB fails at once, before its bytes are read (default limits)") {
+    // The partial state, a Nullable(String), declaring 10^10 bytes.
+    std::string head = std::string("\x00", 1);
+    std::uint64_t n = 10'000'000'000ull;
+    while (n >= 0x80) {
+        head += char((n & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    head += char(n);
+    hostile_server server("RowBinary", head, "x");
+    auto r = against(server, reply_limits{}, [](auto& store) { store.get("x"); });
+    INFO(r.message);
+    CHECK(r.ec == errc::reply_too_large);
+    CHECK(contains(r.message, "10000000000 bytes"));
+    CHECK(contains(r.message, "max_row_bytes"));
+    CHECK(r.rss_growth < (64u << 20));
+}
+
+TEST_CASE("limits: endless rows to get are refused at the second row; to get_all, memory stays flat until the timeout") {
+    // (partial NULL, completed "{}") as RowBinary, forever.
+    const std::string row = std::string("\x01\x00\x02{}", 5);
+    {
+        hostile_server server("RowBinary", "", row);
+        auto r = against(server, reply_limits{}, [](auto& store) { store.get("x"); });
+        INFO(r.message);
+        CHECK(r.ec == errc::protocol_error);
+        CHECK(contains(r.message, "more than one row"));
+    }
+    // get_all streams: the rows reach the visitor one by one, nothing piles
+    // up, and the request timeout ends the stream.
+    const std::string id_row = std::string("\x01x", 2) + row;
+    hostile_server server("RowBinary", "", id_row);
+    asio::thread_pool threads(1);
+    http_options h;
+    h.host = "127.0.0.1";
+    h.port = server.port();
+    h.request_timeout = std::chrono::seconds(3);
+    basic_state_store<http_transport> store(http_transport(threads.get_executor(), h));
+    std::uint64_t seen = 0;
+    reset_peak_rss();
+    const std::size_t before = peak_rss();
+    error_code ec;
+    try {
+        store.get_all([&](state&&) { ++seen; });
+    } catch (const chstate::error& e) {
+        ec = e.code();
+    }
+    CHECK(ec == errc::timeout);
+    CHECK(seen > 1000);
+    CHECK(peak_rss() - before < (64u << 20));
+    MESSAGE("get_all of an endless reply: " << seen << " states visited in 3 s, peak RSS +"
+                                            << ((peak_rss() - before) >> 20) << " MiB");
+}
+
+TEST_CASE("limits: a bookkeeping reply with no newline stops at max_row_bytes") {
+    // clear_all counts the states (a JSONEachRow reply): one endless line.
+    hostile_server server("JSONEachRow", "{\"n\":\"", "0123456789");
+    reply_limits limits;
+    limits.max_row_bytes = 4 << 20;
+    auto r = against(server, limits, [](auto& store) { store.clear_all(); });
+    INFO(r.message);
+    CHECK(r.ec == errc::reply_too_large);
+    CHECK(contains(r.message, "max_row_bytes"));
+    CHECK(r.rss_growth < (64u << 20));
+}
+
+TEST_CASE("limits: a version() reply that never ends is refused") {
+    hostile_server server("version()", "18.16.1", "0");
+    auto r = against(server, reply_limits{}, [](auto& store) { store.get("x"); });
+    CHECK(r.ec == errc::protocol_error);
+    CHECK(contains(r.message, "version()"));
+}
+
+// ---- outcome_unknown: a write whose reply was lost may have landed ----------
+
+namespace {
+/// Runs `stmt` against a one-connection server that reads the request and
+/// then closes without a word (or never answers, `silent`).
+http_outcome run_lost_reply(statement stmt, bool silent) {
+    asio::io_context server_io;
+    asio::ip::tcp::acceptor acceptor(server_io, {loopback, 0});
+    const auto port = acceptor.local_endpoint().port();
+    std::thread server([&] {
+        asio::ip::tcp::socket s(server_io);
+        error_code ec;
+        acceptor.accept(s, ec);
+        std::array<char, 65536> buf;
+        std::string in;
+        while (!ec && in.find("\r\n\r\n") == std::string::npos)
+            in.append(buf.data(), s.read_some(asio::buffer(buf), ec));
+        if (silent)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        s.close(ec);
+    });
+    asio::io_context io;
+    http_options o;
+    o.host = "127.0.0.1";
+    o.port = port;
+    o.request_timeout = std::chrono::milliseconds(500);
+    http_transport t(io.get_executor(), o);
+    http_outcome out;
+    diagnostics d;
+    t.async_execute(stmt, [](std::string_view) { return error_code{}; }, d, [&](error_code ec) { out.ec = ec; });
+    io.run();
+    server.join();
+    out.message = d.message;
+    return out;
+}
+} // namespace
+
+TEST_CASE("http: a write sent and then cut off is outcome_unknown; a read stays a connection failure") {
+    for (bool silent : {false, true}) {
+        CAPTURE(silent);
+        auto insert = run_lost_reply({"INSERT INTO t (a) VALUES (1)", {}, {}, {}, false}, silent);
+        CHECK(insert.ec == errc::outcome_unknown);
+        CHECK(contains(insert.message, "may have landed"));
+        auto mutation = run_lost_reply({"ALTER TABLE t DELETE WHERE 1", {}, {}, {}, true}, silent);
+        CHECK(mutation.ec == errc::outcome_unknown);
+        auto read = run_lost_reply({"SELECT 1", {}, "TabSeparated", {}, true}, silent);
+        CHECK(read.ec == (silent ? make_error_code(errc::timeout) : make_error_code(errc::connection_failed)));
+        CHECK_FALSE(contains(read.message, "may have landed"));
+    }
+    CHECK(writes_data({" insert into t values (1)", {}, {}, {}, false}));
+    CHECK(writes_data({"TRUNCATE TABLE t", {}, {}, {}, false}));
+    CHECK(writes_data({"DELETE FROM t WHERE 1", {}, {}, {}, false}));
+    CHECK_FALSE(writes_data({"SELECT 'INSERT'", {}, {}, {}, false}));
+    CHECK_FALSE(writes_data({"INSERTS", {}, {}, {}, false}));
+    CHECK_FALSE(writes_data({"CREATE TABLE t (a Int8) ENGINE = Memory", {}, {}, {}, false}));
+}
+
 } // TEST_SUITE("unit")

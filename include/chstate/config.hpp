@@ -38,6 +38,7 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -160,12 +161,26 @@ enum class write_versions {
     clock,
 };
 
+/// What one operation may hold in memory from a reply. A server (or anything
+/// between it and the store) that sends more fails the operation at once
+/// with errc::reply_too_large, having buffered at most the limit.
+struct reply_limits {
+    /// One row: a state's text (both parts), an id. Larger states are
+    /// refused when read, so raise it before storing states this big.
+    std::size_t max_row_bytes = std::size_t(256) << 20; // 256 MiB
+    /// Everything one operation keeps at once: the ids state_ids returns,
+    /// the rows of a bookkeeping query. get_all streams its states, so for
+    /// it the row limit is the bound.
+    std::size_t max_operation_bytes = std::size_t(1) << 30; // 1 GiB
+};
+
 /// Where the store keeps its tables and how it locks.
 struct store_options {
     std::string schema = "meltano"; ///< database holding the tables
     std::string table = "state";    ///< state table; the lock table is <table>_lock
     lock_options lock;
     write_versions versions = write_versions::monotonic;
+    reply_limits limits;
 };
 
 /// Reads an environment variable; replaceable in tests.

@@ -38,6 +38,8 @@ enum class errc {
     protocol_error,         ///< the reply could not be understood
     truncated_response,     ///< the reply ended early or carried an exception
     unsupported,            ///< the server lacks a feature the operation needs
+    reply_too_large,        ///< a reply exceeded store_options::limits (config.hpp)
+    outcome_unknown,        ///< a write was sent, then the reply was lost: it may have landed
 };
 
 namespace detail {
@@ -64,6 +66,8 @@ public:
         case errc::protocol_error: return "malformed reply from ClickHouse";
         case errc::truncated_response: return "reply from ClickHouse was truncated or carried an exception";
         case errc::unsupported: return "not supported by this ClickHouse server";
+        case errc::reply_too_large: return "reply from ClickHouse exceeds the configured limit";
+        case errc::outcome_unknown: return "the write may or may not have landed (its reply was lost)";
         }
         return "unknown chstate error";
     }

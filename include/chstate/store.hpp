@@ -139,6 +139,14 @@ public:
     Clock& get_clock() noexcept { return clock_; }
     const store_options& options() const noexcept { return options_; }
 
+    /// Lock rows of this store that a failed statement left behind and that
+    /// it has not yet given back (it tries before each later operation;
+    /// unreturned rows age out: stale_age, lease_ttl).
+    std::size_t orphaned_locks() const {
+        std::lock_guard lk(mutex_);
+        return orphans_.size();
+    }
+
     // ---- ensure_schema ----------------------------------------------------
 
     template <class CompletionToken = asio::deferred_t>
@@ -521,11 +529,20 @@ private:
         auto [ec] = co_await execute(std::move(s), diag);
         if (ec)
             co_return std::tuple{ec};
+        // From here on the server has accepted the delete: a failure to see
+        // it finish leaves it applying (or not) behind our back.
+        auto unknown = [&diag](std::string why) {
+            diag.message = "ALTER TABLE … DELETE was accepted, but " + why +
+                           ": the delete may or may not have been applied yet";
+            return std::tuple{make_error_code(errc::outcome_unknown)};
+        };
         const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
         for (int i = 1;; ++i) {
             auto [pec, found] = co_await rows(stm->pending_mutations(lock_table), diag);
-            if (pec)
+            if (pec == asio::error::operation_aborted)
                 co_return std::tuple{pec};
+            if (pec)
+                co_return unknown("reading system.mutations failed (" + diag.message + ")");
             std::optional<std::uint64_t> n;
             if (!found.empty())
                 n = detail::uint_field(found.front(), "n");
@@ -535,10 +552,8 @@ private:
             }
             if (*n == 0)
                 co_return std::tuple{error_code{}};
-            if (std::chrono::steady_clock::now() >= give_up) {
-                diag.message = "ALTER TABLE … DELETE did not finish within 60 s";
-                co_return std::tuple{make_error_code(errc::timeout)};
-            }
+            if (std::chrono::steady_clock::now() >= give_up)
+                co_return unknown("it did not finish within 60 s");
             asio::steady_timer pause(ex_, std::chrono::milliseconds(std::min(2 * i, 50)));
             co_await pause.async_wait(use_tuple);
         }
@@ -557,16 +572,24 @@ private:
         return next;
     }
 
-    /// Sends one statement and reads its JSONEachRow rows.
+    /// Sends one statement and reads its JSONEachRow rows, keeping at most
+    /// limits.max_operation_bytes of reply.
     op<std::vector<json::object>> rows(statement s, diagnostics& diag) {
         std::vector<json::object> out;
-        detail::row_reader reader;
+        detail::row_reader reader(options_.limits.max_row_bytes);
         auto on_row = [&out](json::object&& row) {
             out.push_back(std::move(row));
             return error_code{};
         };
+        std::size_t kept = 0;
         auto [ec] = co_await execute(
-            std::move(s), [&](std::string_view chunk) { return reader.feed(chunk, on_row, diag); }, diag);
+            std::move(s),
+            [&](std::string_view chunk) {
+                if ((kept += chunk.size()) > options_.limits.max_operation_bytes)
+                    return over_operation_limit(kept, diag);
+                return reader.feed(chunk, on_row, diag);
+            },
+            diag);
         if (!ec)
             ec = reader.finish(on_row, diag);
         co_return std::tuple{ec, std::move(out)};
@@ -576,12 +599,68 @@ private:
     /// calling on_row(std::span<const detail::rb_field>) per row.
     template <class OnRow>
     op<> read_rows(statement s, std::vector<detail::rb_type> columns, OnRow on_row, diagnostics& diag) {
-        detail::row_binary_reader reader(std::move(columns));
+        detail::row_binary_reader reader(std::move(columns), options_.limits.max_row_bytes);
         auto [ec] = co_await execute(
-            std::move(s), [&](std::string_view chunk) { return reader.feed(chunk, on_row); }, diag);
+            std::move(s),
+            [&](std::string_view chunk) {
+                error_code fec = reader.feed(chunk, on_row);
+                if (fec == errc::reply_too_large && !reader.problem().empty())
+                    diag.message = reader.problem(); // the reader's own limit, not on_row's
+                return fec;
+            },
+            diag);
         if (!ec)
             ec = reader.finish(diag);
         co_return std::tuple{ec};
+    }
+
+    error_code over_operation_limit(std::size_t bytes, diagnostics& diag) const {
+        diag.message = "the reply holds more than " + std::to_string(bytes) + " bytes, over the limit of " +
+                       std::to_string(options_.limits.max_operation_bytes) +
+                       " (store_options::limits.max_operation_bytes)";
+        return make_error_code(errc::reply_too_large);
+    }
+
+    /// A lock row (seed_compatible: token 0) or grant of ours to give back.
+    struct orphan_lock {
+        std::string id, lock_id;
+        std::uint64_t token = 0;
+    };
+
+    void remember_orphan(std::string id, std::string lock_id, std::uint64_t token) {
+        std::lock_guard lk(mutex_);
+        orphans_.push_back({std::move(id), std::move(lock_id), token});
+    }
+
+    /// Gives back every remembered orphan; those that fail again stay for
+    /// the next operation. Never cancelled, never fails the caller: a lock
+    /// row left behind still ages out (stale_age, lease_ttl).
+    asio::awaitable<void> withdraw_orphans() {
+        std::vector<orphan_lock> pending;
+        {
+            std::lock_guard lk(mutex_);
+            if (orphans_.empty())
+                co_return;
+            pending.swap(orphans_);
+        }
+        co_await asio::this_coro::reset_cancellation_state();
+        auto stm = stmts_snapshot();
+        for (auto& o : pending) {
+            diagnostics ignored;
+            error_code ec;
+            if (o.token == 0) {
+                std::tie(ec) = co_await execute_delete(stm->delete_lock(o.id, o.lock_id), true, ignored);
+            } else {
+                auto [hec, won] = co_await holds(o.id, o.token, o.lock_id, ignored);
+                ec = hec;
+                if (!ec && won)
+                    std::tie(ec) = co_await execute(stm->insert_grant_event(o.id, o.token, o.lock_id, "release", 0,
+                                                                           grant_event_key(o.id, o.token, "/release")),
+                                                    ignored);
+            }
+            if (ec)
+                remember_orphan(std::move(o.id), std::move(o.lock_id), o.token);
+        }
     }
 
     std::shared_ptr<const detail::statements> stmts_snapshot() const {
@@ -591,13 +670,19 @@ private:
 
     /// Reads the server version and creates the schema, once.
     op<> ready(diagnostics& diag) {
-        if (stmts_snapshot())
+        if (stmts_snapshot()) {
+            co_await withdraw_orphans();
             co_return std::tuple{error_code{}};
+        }
         std::string version;
         auto [ec] = co_await send(
             detail::statements::select_version(),
             [&](std::string_view chunk) {
                 version.append(chunk);
+                if (version.size() > 256) { // "18.16.1\n": anything longer is not a version
+                    diag.message = "the server's version() reply is over 256 bytes";
+                    return make_error_code(errc::protocol_error);
+                }
                 return error_code{};
             },
             diag);
@@ -678,6 +763,10 @@ private:
         auto [ec] = co_await read_rows(
             stmts_snapshot()->select_state(id), detail::state_parts_columns(),
             [&](std::span<const detail::rb_field> row) {
+                if (found) { // the statement says LIMIT 1
+                    diag.message = "the reply to a get holds more than one row";
+                    return make_error_code(errc::protocol_error);
+                }
                 found.emplace();
                 found->state_id = id;
                 return detail::parse_state_parts(row[0], row[1], *found, diag);
@@ -811,12 +900,11 @@ private:
             if (ec)
                 written = state{};
         }
+        // A release that fails does not undo a write that landed: the lock
+        // row is remembered and given back before this store's next
+        // operation (or ages out), so the caller learns the write's fate.
         diagnostics release_diag;
-        auto [release_ec] = co_await release_impl(id, held.lock_id, held.token, release_diag);
-        if (!ec && release_ec) {
-            ec = release_ec;
-            diag = std::move(release_diag);
-        }
+        co_await release_impl(id, held.lock_id, held.token, release_diag);
         co_return std::tuple{ec, std::move(written)};
     }
 
@@ -846,12 +934,8 @@ private:
         if (ec)
             co_return std::tuple{ec};
         std::tie(ec) = co_await fenced_delete(id, held, diag);
-        diagnostics release_diag;
-        auto [release_ec] = co_await release_impl(id, held.lock_id, held.token, release_diag);
-        if (!ec && release_ec) {
-            ec = release_ec;
-            diag = std::move(release_diag);
-        }
+        diagnostics release_diag; // as update_impl's
+        co_await release_impl(id, held.lock_id, held.token, release_diag);
         co_return std::tuple{ec};
     }
 
@@ -882,9 +966,12 @@ private:
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec, std::move(ids)};
         // RowBinary: each id exactly as stored, valid UTF-8 or not.
+        std::size_t kept = 0;
         auto [ec] = co_await read_rows(
             stmts_snapshot()->select_state_ids(glob), detail::state_id_columns(),
             [&](std::span<const detail::rb_field> row) {
+                if ((kept += row[0].bytes.size() + sizeof(std::string)) > options_.limits.max_operation_bytes)
+                    return over_operation_limit(kept, diag);
                 ids.emplace_back(row[0].bytes);
                 return error_code{};
             },
@@ -1122,8 +1209,11 @@ private:
             if (!holder) {
                 std::string mine = detail::random_uuid();
                 std::tie(ec) = co_await execute(stm->insert_lock_candidate(id, mine, clock_.now()), diag);
-                if (ec)
+                if (ec) {
+                    if (ec == errc::outcome_unknown || ec == asio::error::operation_aborted)
+                        remember_orphan(id, mine, 0); // it may have landed
                     co_return std::tuple{ec, std::string{}};
+                }
                 auto [wait_ec] = co_await wait(lo.settle);
                 if (wait_ec) {
                     co_await withdraw(id, mine);
@@ -1137,8 +1227,10 @@ private:
                 if (!candidates.empty() && detail::string_field(candidates.front(), "lock_id") == mine)
                     co_return std::tuple{error_code{}, std::move(mine)};
                 std::tie(ec) = co_await execute_delete(stm->delete_lock(id, mine), true, diag);
-                if (ec)
+                if (ec) {
+                    remember_orphan(id, mine, 0);
                     co_return std::tuple{ec, std::string{}};
+                }
             }
             if (clock_.now() >= deadline) {
                 diag.message = "Could not acquire lock for state_id: " + id;
@@ -1155,7 +1247,9 @@ private:
     asio::awaitable<void> withdraw(const std::string& id, const std::string& lock_id) {
         co_await asio::this_coro::reset_cancellation_state();
         diagnostics ignored;
-        co_await execute_delete(stmts_snapshot()->delete_lock(id, lock_id), true, ignored);
+        auto [ec] = co_await execute_delete(stmts_snapshot()->delete_lock(id, lock_id), true, ignored);
+        if (ec)
+            remember_orphan(id, lock_id, 0);
     }
 
     op<> release_op(std::string id, std::string lock_id, std::uint64_t fence, diagnostics* d) {
@@ -1163,7 +1257,16 @@ private:
         co_return co_await release_impl(id, lock_id, fence, d ? *d : local);
     }
 
+    /// Gives the lock back; one that cannot be given back now is remembered
+    /// and given back before the store's next operation (withdraw_orphans).
     op<> release_impl(const std::string& id, const std::string& lock_id, std::uint64_t fence, diagnostics& diag) {
+        auto [ec] = co_await release_once(id, lock_id, fence, diag);
+        if (ec)
+            remember_orphan(id, lock_id, fence);
+        co_return std::tuple{ec};
+    }
+
+    op<> release_once(const std::string& id, const std::string& lock_id, std::uint64_t fence, diagnostics& diag) {
         if (auto [ec] = co_await ready(diag); ec)
             co_return std::tuple{ec};
         if (fence != 0) { // strict: a release row for our token (harmless once superseded)
@@ -1318,9 +1421,11 @@ private:
         diagnostics ignored;
         auto [ec, won] = co_await holds(id, token, lock_id, ignored);
         if (!ec && won)
-            co_await execute(stmts_snapshot()->insert_grant_event(id, token, lock_id, "release", 0,
-                                                                  grant_event_key(id, token, "/release")),
-                             ignored);
+            std::tie(ec) = co_await execute(stmts_snapshot()->insert_grant_event(id, token, lock_id, "release", 0,
+                                                                                grant_event_key(id, token, "/release")),
+                                            ignored);
+        if (ec)
+            remember_orphan(id, lock_id, token);
     }
 
     /// Why `held` is no longer the id's grant (empty: it still is): reads the
@@ -1405,6 +1510,11 @@ private:
     mutable std::mutex mutex_;
     std::shared_ptr<const detail::statements> stmts_;
     std::atomic<std::uint64_t> last_version_{0};
+    /// Lock rows of ours that a failed statement may have left behind
+    /// (a candidate, a grant or a release whose outcome is unknown, a
+    /// withdrawal that failed); guarded by mutex_. withdraw_orphans() gives
+    /// them back before the next operation's statements.
+    std::vector<orphan_lock> orphans_;
     bool strict_ = false;             ///< set once by ready(), with stmts_
     bool strict_unsupported_ = false; ///< lock_mode::strict on a server without it
 };

@@ -44,6 +44,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/deferred.hpp>
 
+#include <cctype>
 #include <concepts>
 #include <functional>
 #include <optional>
@@ -79,6 +80,25 @@ struct statement {
     /// transport may resend it after a failure on a reused connection.
     bool idempotent = false;
 };
+
+/// True for a statement that changes stored data (INSERT, ALTER … DELETE,
+/// DELETE, TRUNCATE). A transport that loses such a statement's reply after
+/// sending it completes with errc::outcome_unknown: the write may have
+/// landed.
+inline bool writes_data(const statement& s) {
+    std::size_t i = s.sql.find_first_not_of(" \t\r\n(");
+    if (i == std::string::npos)
+        return false;
+    auto starts = [&](std::string_view word) {
+        if (s.sql.size() - i < word.size())
+            return false;
+        for (std::size_t k = 0; k < word.size(); ++k)
+            if ((s.sql[i + k] & ~0x20) != word[k])
+                return false;
+        return s.sql.size() - i == word.size() || !std::isalnum(static_cast<unsigned char>(s.sql[i + word.size()]));
+    };
+    return starts("INSERT") || starts("ALTER") || starts("DELETE") || starts("TRUNCATE");
+}
 
 /// Receives reply bytes. Return a non-zero error_code to abandon the statement.
 using result_sink = std::function<error_code(std::string_view chunk)>;

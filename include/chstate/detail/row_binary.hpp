@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,7 +46,16 @@ inline std::vector<rb_type> version_floor_columns() { return {rb_type::string, r
 
 class row_binary_reader {
 public:
-    explicit row_binary_reader(std::vector<rb_type> columns) : columns_(std::move(columns)), fields_(columns_.size()) {}
+    /// Rows of `columns`; a row longer than `max_row_bytes` (a string's
+    /// declared length, or the bytes of a row still incomplete) fails with
+    /// errc::reply_too_large as soon as it is seen (problem() says why),
+    /// having buffered no more than the limit and one chunk.
+    explicit row_binary_reader(std::vector<rb_type> columns,
+                               std::size_t max_row_bytes = std::numeric_limits<std::size_t>::max())
+        : columns_(std::move(columns)), fields_(columns_.size()), max_row_(max_row_bytes) {}
+
+    /// Why the last error was returned (empty for a malformed reply).
+    const std::string& problem() const noexcept { return problem_; }
 
     /// Feeds a chunk; calls on_row(std::span<const rb_field>) per complete
     /// row and stops at the first error it returns.
@@ -79,8 +89,13 @@ private:
     error_code drain(std::string_view data, std::size_t& used, OnRow& on_row) {
         for (;;) {
             std::size_t pos = used;
-            if (!parse_row(data, pos))
-                return malformed_ ? make_error_code(errc::protocol_error) : error_code{};
+            if (!parse_row(data, pos)) {
+                if (malformed_)
+                    return make_error_code(errc::protocol_error);
+                if (too_large_ || data.size() - used > max_row_)
+                    return too_large(too_large_ ? declared_ : data.size() - used);
+                return {};
+            }
             used = pos;
             if (auto ec = on_row(std::span<const rb_field>(fields_)))
                 return ec;
@@ -126,6 +141,11 @@ private:
                         break;
                     shift += 7;
                 }
+                if (len > max_row_) {
+                    too_large_ = true; // known before its bytes arrive
+                    declared_ = len;
+                    return false;
+                }
                 if (data.size() - pos < len)
                     return false;
                 f.bytes = data.substr(pos, len);
@@ -137,10 +157,20 @@ private:
         return true;
     }
 
+    error_code too_large(std::uint64_t bytes) {
+        problem_ = "a reply row holds more than " + std::to_string(bytes) + " bytes, over the limit of " +
+                   std::to_string(max_row_) + " (store_options::limits.max_row_bytes)";
+        return make_error_code(errc::reply_too_large);
+    }
+
     std::vector<rb_type> columns_;
     std::vector<rb_field> fields_;
+    std::size_t max_row_;
     std::string pending_;
+    std::string problem_;
+    std::uint64_t declared_ = 0;
     bool malformed_ = false;
+    bool too_large_ = false;
 };
 
 } // namespace chstate::detail

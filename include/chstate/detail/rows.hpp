@@ -13,6 +13,7 @@
 #include <boost/json/object.hpp>
 
 #include <charconv>
+#include <limits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,12 +23,25 @@ namespace chstate::detail {
 
 class row_reader {
 public:
+    /// A line longer than `max_row_bytes` fails with errc::reply_too_large
+    /// as soon as it is seen.
+    explicit row_reader(std::size_t max_row_bytes = std::numeric_limits<std::size_t>::max())
+        : max_row_(max_row_bytes) {}
+
     /// Feeds a chunk; calls on_row(json::object&&) per complete line and
     /// stops at the first error it returns.
     template <class OnRow>
     error_code feed(std::string_view chunk, OnRow&& on_row, diagnostics& diag) {
         while (!chunk.empty()) {
             auto nl = chunk.find('\n');
+            const std::size_t line_bytes = pending_.size() + (nl == std::string_view::npos ? chunk.size() : nl);
+            if (line_bytes > max_row_) {
+                pending_.clear();
+                diag.message = "a reply row holds more than " + std::to_string(line_bytes) +
+                               " bytes, over the limit of " + std::to_string(max_row_) +
+                               " (store_options::limits.max_row_bytes)";
+                return make_error_code(errc::reply_too_large);
+            }
             if (nl == std::string_view::npos) {
                 pending_.append(chunk);
                 return {};
@@ -74,6 +88,7 @@ private:
         return on_row(std::move(v.get_object()));
     }
 
+    std::size_t max_row_;
     std::string pending_;
 };
 

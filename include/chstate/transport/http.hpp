@@ -699,12 +699,39 @@ private:
     struct exchange_result {
         error_code ec;
         bool response_started = false; ///< any response byte read
+        bool request_sent = false;     ///< any request byte written: the server may have run it
         bool reusable = false;
         /// 400 without a ClickHouse exception: the server's HTTP layer could
         /// not parse the request, so no query ran (seen once in ~10^4
         /// requests on a kept-alive connection to 18.16).
         bool not_parsed = false;
     };
+
+    /// A write whose request reached the wire and whose reply was then lost
+    /// (connection dropped, timed out, reply cut short) may have landed:
+    /// errc::outcome_unknown, never a plain failure. A cancellation stays
+    /// operation_aborted, with the same warning in the message.
+    static error_code unknown_if_sent(const exchange_result& r, const statement& stmt, diagnostics& diag) {
+        if (!r.ec || !r.request_sent || !writes_data(stmt))
+            return r.ec;
+        auto warn = [&](std::string_view what) {
+            if (!diag.message.empty())
+                diag.message += "; ";
+            diag.message += what;
+        };
+        if (r.ec == asio::error::operation_aborted) {
+            warn("the write was sent before the cancellation: it may have landed");
+            return r.ec;
+        }
+        if (r.ec.category() != error_category())
+            return r.ec; // the server's own answer: definite
+        const auto e = static_cast<errc>(r.ec.value());
+        if (e != errc::connection_failed && e != errc::timeout && e != errc::truncated_response &&
+            e != errc::protocol_error)
+            return r.ec;
+        warn("the write was sent and its reply lost: it may have landed");
+        return make_error_code(errc::outcome_unknown);
+    }
 
     /// Sends the request and streams the reply on one connection.
     template <class Stream>
@@ -732,6 +759,7 @@ private:
         req.prepare_payload();
 
         auto [wec, wn] = co_await http::async_write(stream, req, tuple);
+        r.request_sent = wn > 0;
         if (wec || st->cancelled || st->timed_out) {
             r.ec = fail_or_interrupt(st, make_error_code(errc::connection_failed), diag,
                                      "sending the request failed: " + wec.message());
@@ -927,7 +955,7 @@ private:
                 conn.reset();
                 pool->give_back(nullptr);
             }
-            co_return r.ec;
+            co_return unknown_if_sent(r, *stmt, *diag);
         }
     }
 
