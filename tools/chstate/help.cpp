@@ -20,8 +20,9 @@ const char* const store_text = R"(The store:
     chdb:///absolute/dir   chdb:relative/dir                      the embedded engine (chDB)
     either with ?schema=NAME&table=NAME (default meltano, state) and
     lock_timeout=30s; over HTTP also connect_timeout=, request_timeout=
+    and, with secure=true, ca_file=PEM (the CAs to trust instead of the system's)
   MELTANO_STATE_BACKEND_CLICKHOUSE_{HOST,PORT,DATABASE,USER,PASSWORD,SECURE,
-  SCHEMA,TABLE,CONNECT_TIMEOUT,REQUEST_TIMEOUT,LOCK_TIMEOUT} override the
+  CA_FILE,SCHEMA,TABLE,CONNECT_TIMEOUT,REQUEST_TIMEOUT,LOCK_TIMEOUT} override the
   URI's parts (keep the password out of the command line with ..._PASSWORD).
   When neither a URI nor any of HOST, PORT, DATABASE, USER, PASSWORD,
   SECURE, CONNECT_TIMEOUT, REQUEST_TIMEOUT is given, state is kept by the
