@@ -5,7 +5,7 @@
 #   start    copy+rewrite config into DIR, pick free 127.0.0.1 ports, make a
 #            throwaway CA and a server certificate (DIR/tls, kept), start the
 #            server in the background, wait until it answers SELECT version()
-#            over HTTP and HTTPS (60 s at most), write DIR/env. A running
+#            over HTTP and HTTPS (120 s at most), write DIR/env. A running
 #            instance is left alone; an existing DIR keeps its data, password,
 #            certificates and (if still free) ports.
 #   stop     TERM the server (KILL after 10 s); fine if it is not running.
@@ -32,7 +32,7 @@ set -euo pipefail
 BIN=${CLICKHOUSE_SERVER_BIN:-/usr/sbin/clickhouse-server}
 ETC=/etc/clickhouse-server
 USER_NAME=chstate
-START_TIMEOUT=${CHSTATE_SERVER_START_TIMEOUT:-60}
+START_TIMEOUT=${CHSTATE_SERVER_START_TIMEOUT:-120}
 STOP_TIMEOUT=10
 
 me=clickhouse-server.sh
