@@ -108,7 +108,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$sup/tsan.supp:print_suppressions=0"
 
 # build KIND FLAGS...: configures (always; a no-op when nothing changed) and
-# builds build-KIND/ with the guard libchdb.so. Prints seconds taken.
+# builds build-KIND/ with the guard libchdb.so (tests/sanitizers/chdb_guard.c).
 build() {
   local kind=$1; shift
   local dir=build-$kind flags="$*"
