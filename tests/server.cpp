@@ -827,7 +827,10 @@ TEST_CASE("tls: a name the certificate does not carry is refused, though the ser
     // it to 127.0.0.1: the same server, a name the certificate lacks.
     const std::pair<const char*, const char*> cases[] = {{"127.0.0.1", "IP address mismatch"},
                                                          {"127.1", "hostname mismatch"}};
-    for (auto [host, reason] : cases) {
+    for (const auto& host_reason : cases) {
+        // (no structured binding: clang 14 cannot capture one in CAPTURE's lambda)
+        const char* host = host_reason.first;
+        const char* reason = host_reason.second;
         CAPTURE(host);
         auto o = tls_options();
         o.host = host;

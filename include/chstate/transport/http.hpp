@@ -534,9 +534,16 @@ public:
                                    if (slot.is_connected())
                                        slot.clear();
                                    st->watchdog.cancel();
+                                   // The work guard travels with the completion and is
+                                   // released on the handler's executor, just before
+                                   // the handler: released here, a caller's run() could
+                                   // return (and its io_context be destroyed) while
+                                   // this thread is still posting to it.
                                    auto ex = work.get_executor();
-                                   work.reset();
-                                   asio::dispatch(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+                                   asio::dispatch(ex, [h = std::move(h), ec, work = std::move(work)]() mutable {
+                                       work.reset();
+                                       std::move(h)(ec);
+                                   });
                                });
             },
             token, &stmt, std::move(sink), &diag);
