@@ -784,6 +784,29 @@ TEST_CASE("config: a CA file from the URI (ca_file) and the environment (CA_FILE
     CHECK(contains(d.message, "http_options.ca_file"));
 }
 
+TEST_CASE("config: a host that no host name can be is refused (a decoded %3A would pose as IPv6)") {
+    // Found by the config fuzzer: "h%3Ao" decoded to "h:o", which the Host
+    // header would have written as an IPv6 literal.
+    CHECK(parse_uri("clickhouse://u:p@h%3Ao:8123/db").message ==
+          "clickhouse URI: the host \"h:o\" holds ':' but is not an IPv6 address");
+    for (const char* bad : {"h%2Fx", "h%20x", "h%40x", "h%5Bx", "h%25x"}) {
+        INFO("host: " << bad);
+        auto r = parse_uri(std::string("clickhouse://u:p@") + bad + "/db");
+        CHECK(r.ec == errc::invalid_configuration);
+        CHECK(contains(r.message, "is not a host name"));
+    }
+    CHECK(config::from_uri("clickhouse://u:p@[::1]:8123/db").host == "::1");
+    CHECK(config::from_uri("clickhouse://u:p@ch-1.internal/db").host == "ch-1.internal");
+    std::map<std::string, std::string> env{{"MELTANO_STATE_BACKEND_CLICKHOUSE_HOST", "h:o"}};
+    error_code ec;
+    diagnostics d;
+    config::from_environment(lookup_in(env), ec, d);
+    CHECK(ec == errc::invalid_configuration);
+    CHECK(d.message == "MELTANO_STATE_BACKEND_CLICKHOUSE_HOST \"h:o\" holds ':' but is not an IPv6 address");
+    env["MELTANO_STATE_BACKEND_CLICKHOUSE_HOST"] = "[::1]";
+    CHECK(config::from_environment(lookup_in(env)).host == "::1");
+}
+
 TEST_CASE("config: IPv6 hosts are kept bare and printed in brackets") {
     auto c = config::from_uri("clickhouse://u:p@[::1]:8123/db");
     CHECK(c.host == "::1");

@@ -31,6 +31,7 @@
 #include <chstate/clock.hpp>
 #include <chstate/error.hpp>
 
+#include <boost/url/ipv6_address.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
@@ -265,6 +266,8 @@ struct config {
             if (u.host().empty())
                 return fail("clickhouse URI has no host");
             c.host = u.host_address(); // an IPv6 literal without its brackets
+            if (const char* why = host_problem(c.host))
+                return fail(std::string("clickhouse URI: the host \"") + printable(c.host, 100) + "\" " + why);
             if (u.has_port()) {
                 // Boost.URL reads "host:abc/db" as an empty port and the path
                 // "abc/db": the port as written is taken from the URI text.
@@ -387,6 +390,8 @@ struct config {
         // "[::1]" as in a URI: the host is kept without brackets.
         if (c.host.size() >= 2 && c.host.front() == '[' && c.host.back() == ']')
             c.host = c.host.substr(1, c.host.size() - 2);
+        if (const char* why = host_problem(c.host))
+            return fail(prefix + "HOST \"" + printable(c.host, 100) + "\" " + why);
         if (auto v = get("PORT"); v && !parse_port(*v, c.port))
             return fail(prefix + "PORT is not a port number: \"" + printable(*v, 40) + "\" (expected 1–65535)");
         if (!take("DATABASE", c.database, false) || !take("USER", c.user, false) ||
@@ -453,6 +458,20 @@ private:
         if (auto ec = detail::check_no_control_characters(schema_name, c.store.schema, false, diag))
             return ec;
         return detail::check_no_control_characters(table_name, c.store.table, false, diag);
+    }
+
+    /// Why `host` cannot be a host to connect to (nullptr: it can): a name
+    /// holding a character no host name has — a decoded "%3A" would make
+    /// "h:o" look like an IPv6 address in the Host header — or a ':' that
+    /// is not part of an IPv6 address.
+    static const char* host_problem(std::string_view host) {
+        if (host.empty())
+            return "is empty";
+        if (host.find(':') != std::string_view::npos)
+            return boost::urls::parse_ipv6_address(host) ? nullptr : "holds ':' but is not an IPv6 address";
+        if (host.find_first_of("/?#@[]\\ %") != std::string_view::npos)
+            return "is not a host name (it holds one of / ? # @ [ ] \\ % or a space)";
+        return nullptr;
     }
 
     /// `v` for a message: at most `limit` bytes, control characters as '?'.
