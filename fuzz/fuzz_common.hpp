@@ -44,21 +44,6 @@ inline std::string show(std::string_view s, std::size_t limit = 300) {
     return out + "\"";
 }
 
-/// Splits `data` at every byte `sep`.
-inline std::vector<std::string_view> split(std::string_view data, char sep) {
-    std::vector<std::string_view> out;
-    std::size_t start = 0;
-    for (;;) {
-        auto at = data.find(sep, start);
-        if (at == std::string_view::npos) {
-            out.push_back(data.substr(start));
-            return out;
-        }
-        out.push_back(data.substr(start, at - start));
-        start = at + 1;
-    }
-}
-
 /// Splits `data` at every occurrence of `sep` (several bytes).
 inline std::vector<std::string_view> split(std::string_view data, std::string_view sep) {
     std::vector<std::string_view> out;
@@ -72,6 +57,11 @@ inline std::vector<std::string_view> split(std::string_view data, std::string_vi
         out.push_back(data.substr(start, at - start));
         start = at + sep.size();
     }
+}
+
+/// Splits `data` at every byte `sep`.
+inline std::vector<std::string_view> split(std::string_view data, char sep) {
+    return split(data, std::string_view(&sep, 1));
 }
 
 inline bool has_control_character(std::string_view v) {

@@ -550,18 +550,10 @@ std::shared_ptr<chstate::chdb_engine> shared_engine(); // embedded.cpp: this pro
 
 namespace server_tests {
 
-/// Percent-encodes everything but unreserved characters (RFC 3986).
+/// For a URI: everything but RFC 3986's unreserved characters percent-encoded.
 inline std::string uri_encode(std::string_view s) {
     std::string out;
-    for (unsigned char c : s) {
-        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~')
-            out += char(c);
-        else {
-            char buf[4];
-            std::snprintf(buf, sizeof buf, "%%%02X", c);
-            out += buf;
-        }
-    }
+    detail::append_url_encoded(out, s);
     return out;
 }
 

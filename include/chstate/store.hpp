@@ -643,24 +643,20 @@ private:
                 co_return;
             pending.swap(orphans_);
         }
-        co_await asio::this_coro::reset_cancellation_state();
-        auto stm = stmts_snapshot();
+        // withdraw() and withdraw_strict() ignore cancellation and remember
+        // again whatever they cannot give back.
         for (auto& o : pending) {
-            diagnostics ignored;
-            error_code ec;
-            if (o.token == 0) {
-                std::tie(ec) = co_await execute_delete(stm->delete_lock(o.id, o.lock_id), true, ignored);
-            } else {
-                auto [hec, won] = co_await holds(o.id, o.token, o.lock_id, ignored);
-                ec = hec;
-                if (!ec && won)
-                    std::tie(ec) = co_await execute(stm->insert_grant_event(o.id, o.token, o.lock_id, "release", 0,
-                                                                           grant_event_key(o.id, o.token, "/release")),
-                                                    ignored);
-            }
-            if (ec)
-                remember_orphan(std::move(o.id), std::move(o.lock_id), o.token);
+            if (o.token == 0)
+                co_await withdraw(o.id, o.lock_id);
+            else
+                co_await withdraw_strict(o.id, o.token, o.lock_id);
         }
+    }
+
+    /// The strict lock's release event for `token` (its own deduplication token).
+    statement release_event(const std::string& id, std::uint64_t token, const std::string& lock_id) const {
+        return stmts_snapshot()->insert_grant_event(id, token, lock_id, "release", 0,
+                                                    grant_event_key(id, token, "/release"));
     }
 
     std::shared_ptr<const detail::statements> stmts_snapshot() const {
@@ -1271,8 +1267,7 @@ private:
             co_return std::tuple{ec};
         if (fence != 0) { // strict: a release row for our token (harmless once superseded)
             auto stm = stmts_snapshot();
-            auto [ec] = co_await execute(
-                stm->insert_grant_event(id, fence, lock_id, "release", 0, grant_event_key(id, fence, "/release")), diag);
+            auto [ec] = co_await execute(release_event(id, fence, lock_id), diag);
             // Every grant_prune_interval-th token, drop the id's older events
             // (~2 rows per grant); the newest token's stay, so tokens keep
             // increasing. A failed prune only leaves rows for the next one.
@@ -1421,9 +1416,7 @@ private:
         diagnostics ignored;
         auto [ec, won] = co_await holds(id, token, lock_id, ignored);
         if (!ec && won)
-            std::tie(ec) = co_await execute(stmts_snapshot()->insert_grant_event(id, token, lock_id, "release", 0,
-                                                                                grant_event_key(id, token, "/release")),
-                                            ignored);
+            std::tie(ec) = co_await execute(release_event(id, token, lock_id), ignored);
         if (ec)
             remember_orphan(id, lock_id, token);
     }
