@@ -102,6 +102,13 @@ for t in "${all_targets[@]}"; do
     echo "fuzz: $t failed (exit $status); reproducer: ${artifact:+$dir/artifacts/$artifact}" >&2
     echo "fuzz:   run it again: $build/$t <reproducer>; full log: $dir/log" >&2
     grep -E -m 1 -A 12 'PROPERTY FAILED|ERROR: |runtime error|SUMMARY|timeout' "$dir/log" | head -n 20 >&2 || tail -n 20 "$dir/log" >&2
+    # The input itself, so a log from another machine is enough to reproduce it
+    # (printf '%b' '<bytes>' > fuzz/corpus/<target>/<name>).
+    if [[ -n $artifact ]]; then
+      echo "fuzz:   $(grep -m 1 -E '^INFO: Seed:' "$dir/log" || true); the input ($(wc -c <"$dir/artifacts/$artifact") bytes, first 512 shown):" >&2
+      head -c 512 "$dir/artifacts/$artifact" | od -An -v -tx1 | tr -s ' \n' ' ' | sed -e 's/ \([0-9a-f][0-9a-f]\)/\\x\1/g' -e 's/^/fuzz:   /' >&2
+      echo >&2
+    fi
   fi
 done
 echo "fuzz: targets=${#all_targets[@]} runs=$runs crashes=$crashes ($((SECONDS - run_start)) s of fuzzing, ${seconds} s per target)"
