@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run Debian's clickhouse-server (18.16) as a private test instance in DIR.
 #
-# Usage: scripts/clickhouse-server.sh start|stop|restart|status|env DIR
+# Usage: scripts/clickhouse-server.sh start|stop|restart|kill|pause|resume|status|env DIR
 #   start    copy+rewrite config into DIR, pick free 127.0.0.1 ports, make a
 #            throwaway CA and a server certificate (DIR/tls, kept), start the
 #            server in the background, wait until it answers SELECT version()
@@ -10,6 +10,10 @@
 #            certificates and (if still free) ports.
 #   stop     TERM the server (KILL after 10 s); fine if it is not running.
 #   restart  stop, then start again on the SAME ports with the same password.
+#   kill     SIGKILL the server (no shutdown, no flush: a crash) and wait until
+#            it is gone; `restart` (or `start`) brings it back. Fault tests.
+#   pause    SIGSTOP the server: connections stay open, nothing answers.
+#   resume   SIGCONT a paused server.
 #   status   exit 0 if the server runs and answers, 1 otherwise.
 #   env      print DIR/env (shell exports for the tests; never the password).
 #
@@ -37,18 +41,18 @@ STOP_TIMEOUT=10
 
 me=clickhouse-server.sh
 die() { echo "$me: error: $*" >&2; exit 1; }
-usage() { echo "usage: $me start|stop|restart|status|env DIR" >&2; exit 2; }
+usage() { echo "usage: $me start|stop|restart|kill|pause|resume|status|env DIR" >&2; exit 2; }
 
 (($# == 2)) || usage
 cmd=$1
-case $cmd in start|stop|restart|status|env) ;; *) usage ;; esac
+case $cmd in start|stop|restart|kill|pause|resume|status|env) ;; *) usage ;; esac
 [[ -n $2 ]] || usage
 
 # The directory goes into XML and sed expressions: keep it to a safe alphabet.
 [[ $2 =~ ^[A-Za-z0-9._/+@:-]+$ ]] \
   || die "DIR '$2' may only contain letters, digits and . _ / + @ : -"
 
-if [[ $cmd == env || $cmd == status || $cmd == stop ]]; then
+if [[ $cmd != start && $cmd != restart ]]; then
   [[ -d $2 ]] || { [[ $cmd == stop ]] && { echo "$me: $2 does not exist; nothing to stop"; exit 0; }
                    die "$2 does not exist (run: $me start $2)"; }
 fi
@@ -420,6 +424,26 @@ case $cmd in
     else
       echo "$me: no server running in $DIR"
     fi
+    ;;
+  kill)
+    lock
+    mapfile -t pids < <(server_pids)
+    ((${#pids[@]} > 0)) || die "no server running in $DIR to kill"
+    kill -KILL "${pids[@]}" 2>/dev/null || true
+    deadline=$(($(now_ms) + 5000))
+    while [[ -n $(server_pids) ]]; do
+      (($(now_ms) < deadline)) || die "server pid(s) ${pids[*]} still alive 5 s after KILL"
+      sleep 0.05
+    done
+    rm -f "$PIDFILE"
+    echo "$me: killed server in $DIR (pid ${pids[*]})"
+    ;;
+  pause|resume)
+    mapfile -t pids < <(server_pids)
+    ((${#pids[@]} > 0)) || die "no server running in $DIR to $cmd"
+    if [[ $cmd == pause ]]; then sig=STOP; else sig=CONT; fi
+    kill -"$sig" "${pids[@]}"
+    echo "$me: sent SIG$sig to the server in $DIR (pid ${pids[*]})"
     ;;
   status)
     if [[ -n $(server_pids) ]] && load_ports && VERSION=$(query_version "$HTTP_PORT"); then

@@ -23,6 +23,25 @@ log=$test_dir/output.log
 status=0
 # (pipefail: a failing test binary fails the pipeline even though tee succeeds)
 ./build/tests/chstate_tests "$@" 2>&1 | tee "$log" || status=$?
+# The hostile-input and fault suites each print one line (tests/tallies.hpp);
+# on a full run both must be there with enough cases and nothing failed,
+# lost or partial.
+if [[ $# -eq 0 ]]; then
+  line=$(grep -E '^hostile-input: cases=' "$log" | tail -n 1 || true)
+  if [[ $line =~ ^hostile-input:\ cases=([0-9]+)\ failures=([0-9]+)$ ]]; then
+    ((BASH_REMATCH[1] >= 300 && BASH_REMATCH[2] == 0)) \
+      || { echo "hostile-input: want at least 300 cases and no failure: $line" >&2; status=1; }
+  else
+    echo "hostile-input: no summary line (the suite did not run)" >&2; status=1
+  fi
+  line=$(grep -E '^faults: cases=' "$log" | tail -n 1 || true)
+  if [[ $line =~ ^faults:\ cases=([0-9]+)\ lost=([0-9]+)\ partial=([0-9]+)$ ]]; then
+    ((BASH_REMATCH[1] >= 10 && BASH_REMATCH[2] == 0 && BASH_REMATCH[3] == 0)) \
+      || { echo "faults: want at least 10 cases, nothing lost or partial: $line" >&2; status=1; }
+  else
+    echo "faults: no summary line (the suite did not run)" >&2; status=1
+  fi
+fi
 # The README's C++ blocks match their compiled files, and those programs run.
 bash tests/readme/run.sh build || status=1
 # Exact values (README "Exact values"): every engine's fidelity results

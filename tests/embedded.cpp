@@ -51,6 +51,7 @@ TEST_SUITE("embedded") {
 #include "fidelity_cases.ipp"
 #include "lossless_cases.ipp"
 #include "large_values_cases.ipp"
+#include "hostile_input_cases.ipp"
 }
 } // namespace embedded_contract
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "shutdown.hpp"
+#include "tallies.hpp"
 
 #include <cstring>
 #include <vector>
@@ -33,5 +34,6 @@ int main(int argc, char** argv) {
     doctest::Context context(argc, argv);
     int status = context.run();
     chstate::test::run_shutdown_hooks();
+    chstate::test::print_tallies();
     return status;
 }

@@ -237,6 +237,7 @@ TEST_SUITE("server") {
 #include "fidelity_cases.ipp"
 #include "lossless_cases.ipp"
 #include "large_values_cases.ipp"
+#include "hostile_input_cases.ipp"
 }
 } // namespace server_contract
 #undef TEST_CASE
@@ -1102,3 +1103,6 @@ TEST_CASE("versions: a writer whose clock lags still supersedes the write it fol
 }
 
 } // TEST_SUITE("server")
+
+// ---- the fault suite ---------------------------------------------------------
+#include "fault_cases.ipp"

@@ -53,6 +53,7 @@ TEST_SUITE("simulated") {
 #include "contract_cases.ipp"
 #include "fidelity_cases.ipp"
 #include "lossless_cases.ipp"
+#include "hostile_input_cases.ipp"
 }
 #undef TEST_CASE
 #define TEST_CASE(name) DOCTEST_TEST_CASE(name)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "shutdown.hpp"
+#include "tallies.hpp"
 
 #include <chstate/chstate.hpp>
 #include <chstate/detail/row_binary.hpp>
