@@ -29,7 +29,9 @@
 // operations; an operation waits for a free slot when all are busy. A
 // connection is not reused once it has been idle for longer than the
 // server's `Keep-Alive: timeout=N` minus idle_close_margin, nor when the
-// peer has already closed it. A request that fails on a reused connection
+// peer has already closed it; the request is built before a connection is
+// taken, so that check is not stale by the time a large body goes out. A
+// request that fails on a reused connection
 // before any response byte arrived is retried once on a fresh connection,
 // only when stmt.idempotent; one the server answers with 400 and no
 // ClickHouse exception (its HTTP layer could not parse it: no query ran) is
@@ -741,21 +743,21 @@ private:
     }
 
     /// Sends the request and streams the reply on one connection.
-    template <class Stream>
-    static asio::awaitable<exchange_result> exchange(Stream& stream, detail::http_connection& c,
-                                                     const pool_ptr& pool, const state_ptr& st,
-                                                     const statement& stmt, const result_sink& sink,
-                                                     diagnostics& diag) {
+    using request_type = detail::http::request<detail::http::string_body>;
+
+    /// The whole request, built once per operation before a connection is
+    /// taken: a large body takes long to build, and a kept-alive connection
+    /// checked before that could have been closed by the server meanwhile
+    /// (its write then fails after part of the body went out, and a write
+    /// that never ran would look as if it might have landed).
+    static error_code make_request(const http_options& o, const statement& stmt, request_type& req,
+                                   bool& buffered, diagnostics& diag) {
         namespace http = detail::http;
-        const http_options& o = pool->options;
-        exchange_result r;
         request_parts parts;
-        if (auto bec = build_request(o, stmt, parts, diag)) {
-            r.ec = bec;
-            co_return r;
-        }
-        const bool parts_buffered = parts.buffered;
-        http::request<http::string_body> req{http::verb::post, std::move(parts.target), 11};
+        if (auto ec = build_request(o, stmt, parts, diag))
+            return ec;
+        buffered = parts.buffered;
+        req = request_type{http::verb::post, std::move(parts.target), 11};
         req.set(http::field::host, detail::host_port(o.host, o.port)); // [::1]:8123 for IPv6
         req.set(http::field::user_agent, "chstate");
         req.set("X-ClickHouse-User", o.user);
@@ -764,7 +766,16 @@ private:
         req.keep_alive(true);
         req.body() = std::move(parts.body);
         req.prepare_payload();
+        return {};
+    }
 
+    template <class Stream>
+    static asio::awaitable<exchange_result> exchange(Stream& stream, detail::http_connection& c,
+                                                     const state_ptr& st, const request_type& req,
+                                                     const bool parts_buffered, const result_sink& sink,
+                                                     diagnostics& diag) {
+        namespace http = detail::http;
+        exchange_result r;
         auto [wec, wn] = co_await http::async_write(stream, req, tuple);
         r.request_sent = wn > 0;
         if (wec || st->cancelled || st->timed_out) {
@@ -878,6 +889,10 @@ private:
         if (auto vec = detail::validate_http_options(o, *diag))
             co_return vec;
         const auto deadline = std::chrono::steady_clock::now() + o.request_timeout;
+        request_type req;
+        bool buffered = false;
+        if (auto bec = make_request(o, *stmt, req, buffered, *diag))
+            co_return bec;
         bool force_fresh = false;
         std::unique_ptr<detail::http_connection> conn;
         bool have_slot = false;
@@ -937,10 +952,10 @@ private:
             exchange_result r;
 #ifndef CHSTATE_NO_TLS
             if (conn->tls)
-                r = co_await exchange(*conn->tls, *conn, pool, st, *stmt, sink, *diag);
+                r = co_await exchange(*conn->tls, *conn, st, req, buffered, sink, *diag);
             else
 #endif
-                r = co_await exchange(conn->socket, *conn, pool, st, *stmt, sink, *diag);
+                r = co_await exchange(conn->socket, *conn, st, req, buffered, sink, *diag);
             st->watchdog.cancel();
             st->conn = nullptr;
             ++conn->requests;
