@@ -31,9 +31,8 @@
 // server's `Keep-Alive: timeout=N` minus idle_close_margin, nor when the
 // peer has already closed it; the request is built before a connection is
 // taken, so that check is not stale by the time a large body goes out. A
-// request that fails on a reused connection
-// before any response byte arrived is retried once on a fresh connection,
-// only when stmt.idempotent; one the server answers with 400 and no
+// request that fails on a reused connection before any response byte
+// arrived is retried once on a fresh connection, only when stmt.idempotent; one the server answers with 400 and no
 // ClickHouse exception (its HTTP layer could not parse it: no query ran) is
 // sent again once on a fresh connection, whatever the statement.
 //
