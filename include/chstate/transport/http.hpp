@@ -104,6 +104,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -121,6 +122,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -186,6 +188,37 @@ inline void append_url_encoded(std::string& out, std::string_view v) {
 
 /// The `timeout=N` of a Keep-Alive header, if any, at most a day (a larger
 /// N would overflow the milliseconds, and the pool's nanosecond comparison).
+/// Why a reply's head announces a coding chstate did not ask for (empty
+/// when it does not): a Content-Encoding other than identity, or a
+/// Transfer-Encoding other than chunked alone. Printable excerpt only.
+template <class Fields>
+std::string unasked_coding(const Fields& head) {
+    auto printable = [](std::string_view v) {
+        std::string out;
+        for (char c : v.substr(0, 60))
+            out += (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f) ? c : '?';
+        return out;
+    };
+    auto lowered = [](std::string_view v) {
+        std::string out(v);
+        for (char& c : out)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return out;
+    };
+    for (const auto& f : head) {
+        const std::string_view name(f.name_string().data(), f.name_string().size());
+        const std::string_view value(f.value().data(), f.value().size());
+        const std::string v = lowered(value);
+        if (beast::iequals(name, "Content-Encoding") && !v.empty() && v != "identity")
+            return "the reply is encoded (Content-Encoding: " + printable(value) +
+                   "), which chstate never asks for: not read as rows";
+        if (beast::iequals(name, "Transfer-Encoding") && v != "chunked")
+            return "the reply has a transfer coding chstate does not read (Transfer-Encoding: " + printable(value) +
+                   "): not read as rows";
+    }
+    return {};
+}
+
 inline std::optional<std::chrono::milliseconds> keep_alive_timeout(std::string_view header) {
     auto pos = header.find("timeout=");
     if (pos == std::string_view::npos)
@@ -796,6 +829,13 @@ private:
         }
         const auto& head = parser.get();
         const bool ok = head.result() == http::status::ok;
+        // chstate never asks for a coding (no Accept-Encoding, no
+        // enable_http_compression): a coded body would be taken for rows.
+        if (auto why = detail::unasked_coding(head); !why.empty()) {
+            diag.message = std::move(why);
+            r.ec = make_error_code(errc::protocol_error);
+            co_return r;
+        }
 
         std::vector<char> buf(64 * 1024);
         constexpr std::size_t hold = 16 * 1024;
