@@ -600,6 +600,13 @@ TEST_CASE("hostile-input: ids round-trip byte for byte through set, get and stat
         written.erase(tab_id);
         written[dst] = want;
     });
+    run_case("id: clear of the id \"%\" (a LIKE wildcard) removes it alone, and no lock row stays", [&](hcase& c) {
+        t.store.clear("%");
+        c.check(!t.store.get("%").has_value(), "the id is gone");
+        written.erase("%");
+        c.check(t.store.state_ids() == stored_ids(), "only it went");
+        c.check(t.raw("SELECT count() FROM " + t.lock_table()) == "0\n", "no lock row is left");
+    });
     run_case("id: get_all visits every hostile id with its own state, in byte order", [&](hcase& c) {
         std::vector<std::string> seen;
         bool all_equal = true;
