@@ -966,6 +966,8 @@ private:
         auto [ec] = co_await read_rows(
             stmts_snapshot()->select_state_ids(glob), detail::state_id_columns(),
             [&](std::span<const detail::rb_field> row) {
+                if (!detail::glob_match(glob, row[0].bytes))
+                    return error_code{}; // the server narrowed by prefix only
                 if ((kept += row[0].bytes.size() + sizeof(std::string)) > options_.limits.max_operation_bytes)
                     return over_operation_limit(kept, diag);
                 ids.emplace_back(row[0].bytes);

@@ -106,30 +106,6 @@ inline void append_tsv_field(std::string& out, const std::optional<std::string>&
         append_escaped(out, *v, '\0');
 }
 
-/// A Meltano glob (`*` any run, `?` one character) as a LIKE pattern in
-/// which every other character is literal: `%`, `_` and `\` in the id are
-/// escaped so they cannot act as wildcards.
-inline std::string glob_to_like(std::string_view glob) {
-    std::string out;
-    out.reserve(glob.size() + 4);
-    for (char c : glob) {
-        switch (c) {
-        case '*': out += '%'; break;
-        case '?': out += '_'; break;
-        case '%': out += "\\%"; break;
-        case '_': out += "\\_"; break;
-        case '\\': out += "\\\\"; break;
-        default: out += c;
-        }
-    }
-    return out;
-}
-
-/// True when a glob matches everything (no pattern, or `*`).
-inline bool glob_matches_all(std::string_view glob) {
-    return glob.empty() || glob == "*";
-}
-
 /// Walks `sql`: on_text(run) for text between placeholders, and
 /// on_placeholder(name) for each {name:Type}, which must be bound in
 /// `params`. The one place placeholders are recognised.

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <chstate/detail/sha256.hpp>
+#include <chstate/detail/glob.hpp>
 #include <chstate/detail/sql.hpp>
 #include <chstate/transport.hpp>
 
@@ -279,11 +280,19 @@ public:
         return {"TRUNCATE TABLE " + t_.state, {}, {}, {}, true};
     }
 
+    /// The ids a glob can match (detail/glob.hpp): the one id a glob
+    /// without wildcards names, else those starting with its literal
+    /// prefix (startsWith compares bytes); the caller keeps the rows
+    /// glob_match accepts. Never LIKE: it is a UTF-8 regular expression.
     statement select_state_ids(std::string_view glob) const {
         statement s{"SELECT DISTINCT state_id FROM " + t_.state + " FINAL", {}, "RowBinary", {}, true};
-        if (!glob_matches_all(glob)) {
-            s.sql += " WHERE state_id LIKE {pattern:String}";
-            s.parameters.push_back(string_param("pattern", glob_to_like(glob)));
+        if (glob_matches_all(glob)) {
+        } else if (!glob_has_wildcard(glob)) {
+            s.sql += " WHERE state_id = {state_id:String}";
+            s.parameters.push_back(string_param("state_id", std::string(glob)));
+        } else if (auto prefix = glob_literal_prefix(glob); !prefix.empty()) {
+            s.sql += " WHERE startsWith(state_id, {prefix:String})";
+            s.parameters.push_back(string_param("prefix", std::string(prefix)));
         }
         s.sql += " ORDER BY state_id";
         return s;

@@ -767,6 +767,12 @@ private:
                 const auto& items = string_array(list.s);
                 return value::of_number(std::find(items.begin(), items.end(), x.s) != items.end() ? 1 : 0);
             }
+            if (f == "STARTSWITH") { // bytes, as ClickHouse compares them
+                value a = eval(e.args.at(0), t, cells), prefix = eval(e.args.at(1), t, cells);
+                if (a.kind == value::null || prefix.kind == value::null)
+                    return value::of_null();
+                return value::of_number(a.s.starts_with(prefix.s) ? 1 : 0);
+            }
             if (f == "ISNULL")
                 return value::of_number(eval(e.args.at(0), t, cells).kind == value::null ? 1 : 0);
             if (f == "ISNOTNULL")
