@@ -47,6 +47,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace chstate {
 
@@ -265,6 +266,11 @@ struct config {
             c.password = u.password();
             if (u.host().empty())
                 return fail("clickhouse URI has no host");
+            // [v1.x] is an "IPvFuture" literal: its host_address() would
+            // read as the DNS name v1.x, another host than the one written.
+            if (u.host_type() == boost::urls::host_type::ipvfuture)
+                return fail("clickhouse URI: the host \"" + printable(std::string(u.encoded_host()), 100) +
+                            "\" is a bracketed literal that is not an IPv6 address");
             c.host = u.host_address(); // an IPv6 literal without its brackets
             if (const char* why = host_problem(c.host))
                 return fail(std::string("clickhouse URI: the host \"") + printable(c.host, 100) + "\" " + why);
@@ -290,8 +296,13 @@ struct config {
         } else {
             return fail("unknown URI scheme \"" + scheme + "\" (expected clickhouse or chdb)");
         }
+        std::vector<std::string> seen; // a setting given twice: which one was meant?
         for (auto param : u.params()) {
             std::string value = param.value;
+            if (std::find(seen.begin(), seen.end(), param.key) != seen.end())
+                return fail("the URI gives " + printable(param.key, 40) +
+                            " twice: give each setting once (which one was meant cannot be known)");
+            seen.emplace_back(param.key);
             if (param.key == "secure") {
                 if (!parse_bool(value, c.secure))
                     return fail("secure must be true or false, not \"" + printable(value, 40) + "\"");
