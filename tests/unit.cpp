@@ -272,12 +272,19 @@ TEST_CASE("statements: values are only ever bound parameters") {
     CHECK(get.parameters.at(0).value == "dev:job");
 }
 
-TEST_CASE("statements: state_ids without a pattern has no WHERE") {
+TEST_CASE("statements: state_ids narrows by the glob's literal prefix, never with LIKE") {
     detail::statements st(detail::table_names("m", "s"), {});
     CHECK(st.select_state_ids("*").sql == "SELECT DISTINCT state_id FROM `m`.`s` FINAL ORDER BY state_id");
+    CHECK(st.select_state_ids("").sql == st.select_state_ids("*").sql);
     auto filtered = st.select_state_ids("dev_*");
-    CHECK(filtered.sql.find("LIKE {pattern:String}") != std::string::npos);
-    CHECK(filtered.parameters.at(0).value == "dev\\_%");
+    CHECK(filtered.sql == "SELECT DISTINCT state_id FROM `m`.`s` FINAL WHERE startsWith(state_id, "
+                          "{prefix:String}) ORDER BY state_id");
+    CHECK(filtered.parameters.at(0).value == "dev_");
+    auto exact = st.select_state_ids("dev_a");
+    CHECK(exact.sql.find("WHERE state_id = {state_id:String}") != std::string::npos);
+    CHECK(exact.parameters.at(0).value == "dev_a");
+    // A leading wildcard: every id comes back, the library decides.
+    CHECK(st.select_state_ids("*x").sql == st.select_state_ids("*").sql);
 }
 
 TEST_CASE("statements: lock times are whole epoch seconds from the caller's clock") {
