@@ -108,7 +108,19 @@ struct oracle {
     bool ok = false; // a complete reply
     unsigned status = 0;
     std::string body;
+    /// The head announces a coding the transport never asks for: a
+    /// Content-Encoding other than identity, or a Transfer-Encoding other
+    /// than chunked (the transport must refuse it: protocol_error, no data).
+    bool coded = false;
 };
+
+std::string lower(std::string_view v) {
+    std::string out(v);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
 
 oracle read_whole(asio::io_context& io, std::string_view reply) {
     beast::test::stream ts(io, reply);
@@ -124,6 +136,13 @@ oracle read_whole(asio::io_context& io, std::string_view reply) {
     o.ok = true;
     o.status = parser.get().result_int();
     o.body = beast::buffers_to_string(parser.get().body().data());
+    for (const auto& f : parser.get()) {
+        const std::string name = lower(std::string_view(f.name_string().data(), f.name_string().size()));
+        const std::string value = lower(std::string_view(f.value().data(), f.value().size()));
+        if ((name == "content-encoding" && !value.empty() && value != "identity") ||
+            (name == "transfer-encoding" && value != "chunked"))
+            o.coded = true;
+    }
     return o;
 }
 
@@ -192,7 +211,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const oracle o = read_whole(io, reply_text);
     const std::string where = "reply " + fuzz::show(reply_text) + " -> " + result.message() + " / " +
                               fuzz::show(diag.message) + " data " + fuzz::show(got);
-    if (o.ok && o.status == 200) {
+    if (o.ok && o.coded) {
+        FUZZ_CHECK(result == chstate::make_error_code(chstate::errc::protocol_error) && got.empty(), where);
+    } else if (o.ok && o.status == 200) {
         const std::size_t at = searched ? chstate::detail::find_body_exception(o.body) : std::string::npos;
         if (at == std::string::npos) {
             FUZZ_CHECK(!result && got == o.body, where);
