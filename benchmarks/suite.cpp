@@ -911,8 +911,10 @@ struct engine_bench {
             reset_peak_rss();
             base = status_kib("VmRSS:");
         };
-        h.after_chstate = [&] { peak = std::max(peak, status_kib("VmHWM:") - base); };
-        h.after_floor = [&] { floor_peak = std::max(floor_peak, status_kib("VmHWM:") - base); };
+        // Growth over the RSS just before the call (0 when the call fit in
+        // pages the process already had).
+        h.after_chstate = [&] { peak = std::max({peak, 0L, status_kib("VmHWM:") - base}); };
+        h.after_floor = [&] { floor_peak = std::max({floor_peak, 0L, status_kib("VmHWM:") - base}); };
         interleave(
             st, "BM_get_all/" + std::to_string(n), floor_only,
             [&] { got = e.store->get_all([](state&& s) { benchmark::DoNotOptimize(s); }); },
@@ -925,7 +927,7 @@ struct engine_bench {
                 reset_peak_rss();
                 long b0 = status_kib("VmRSS:");
                 chdb_stream_only(*ctx.engine, s);
-                stream_peak = std::max(stream_peak, status_kib("VmHWM:") - b0);
+                stream_peak = std::max({stream_peak, 0L, status_kib("VmHWM:") - b0});
             }
             st.counters["engine_stream_peak_rss_mib"] = stream_peak / 1024.0;
         }
