@@ -10,6 +10,8 @@ packages=(
   g++ cmake ninja-build meson pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   doctest-dev libssl-dev
+  # benchmarks/run (the benchmark suite, benchmarks/suite.cpp): Google Benchmark.
+  libbenchmark-dev
   clickhouse-server clickhouse-client
   ca-certificates curl openssl
   # scripts/sanitizers.sh: clang 14, its sanitizer runtimes (only Recommended

@@ -71,8 +71,10 @@ struct chdb_options {
 
 /// The loaded engine: one per process and data folder. Shared by transports.
 class chdb_engine {
-    // The C API of chDB (programs/local/chdb.h upstream), declared here so
-    // no chDB header is needed at build time.
+public:
+    /// The C API of chDB (programs/local/chdb.h upstream), declared here so
+    /// no chDB header is needed at build time. Public only for
+    /// with_connection() (measuring the engine's own floor).
     struct api {
         using connection = void*; // chdb_connection: pointer to an opaque struct
         using result = void;      // chdb_result
@@ -93,7 +95,6 @@ class chdb_engine {
         void (*set_signal_handlers_enabled)(int); // optional (chDB ≥ 26.3)
     };
 
-public:
     /// Loads the library (once per process) and opens `options.path`.
     static std::shared_ptr<chdb_engine> open(const chdb_options& options, error_code& ec, diagnostics& diag) {
         ec = {};
@@ -162,6 +163,26 @@ public:
         error_code ec = run_on(*c, stmt, sink, diag);
         checkin(c);
         return ec;
+    }
+
+    /// Calls f(const api&, api::connection) on the calling thread with the
+    /// loaded C API and a connection checked out of the engine's pool (the
+    /// same connections the transport uses: with threads = 1 and nothing in
+    /// flight, the very one), returned afterwards; returns what f returns.
+    /// For measuring the engine's own floor (benchmarks/suite.cpp): calls
+    /// made here bypass chstate entirely. Throws chstate::error when no
+    /// connection can be opened.
+    template <class F>
+    decltype(auto) with_connection(F&& f) {
+        api::connection* c = checkout();
+        if (!c)
+            throw_if(make_error_code(errc::engine_unavailable), "chDB could not open another connection to " + path_);
+        struct give_back {
+            chdb_engine* e;
+            api::connection* c;
+            ~give_back() { e->checkin(c); }
+        } guard{this, c};
+        return std::forward<F>(f)(static_cast<const api&>(api_), *c);
     }
 
 private:
