@@ -83,6 +83,7 @@
 // one translation unit must include <boost/asio/ssl/impl/src.hpp>.
 #pragma once
 
+#include <chstate/detail/body_feeder.hpp>
 #include <chstate/detail/server_error.hpp>
 #include <chstate/detail/sql.hpp>
 #include <chstate/clock.hpp>
@@ -186,8 +187,6 @@ inline void append_url_encoded(std::string& out, std::string_view v) {
     }
 }
 
-/// The `timeout=N` of a Keep-Alive header, if any, at most a day (a larger
-/// N would overflow the milliseconds, and the pool's nanosecond comparison).
 /// Why a reply's head announces a coding chstate did not ask for (empty
 /// when it does not): a Content-Encoding other than identity, or a
 /// Transfer-Encoding other than chunked alone. Printable excerpt only.
@@ -219,6 +218,8 @@ std::string unasked_coding(const Fields& head) {
     return {};
 }
 
+/// The `timeout=N` of a Keep-Alive header, if any, at most a day (a larger
+/// N would overflow the milliseconds, and the pool's nanosecond comparison).
 inline std::optional<std::chrono::milliseconds> keep_alive_timeout(std::string_view header) {
     auto pos = header.find("timeout=");
     if (pos == std::string_view::npos)
@@ -801,6 +802,27 @@ private:
         return {};
     }
 
+    /// Reads and parses body bytes until the parser makes progress, fills
+    /// the body buffer (need_buffer) or fails; detail::body_feeder says
+    /// why this is not http::async_read.
+    template <class Stream, class Parser>
+    static asio::awaitable<error_code> read_body_some(Stream& stream, detail::beast::flat_buffer& buffer, Parser& parser,
+                                                      detail::body_feeder& feeder) {
+        for (;;) {
+            while (buffer.size() < feeder.wanted()) {
+                auto [ec, n] = co_await stream.async_read_some(buffer.prepare(detail::body_feeder::read_size), tuple);
+                buffer.commit(n);
+                if (ec == asio::error::eof)
+                    co_return feeder.eof(parser, buffer);
+                if (ec)
+                    co_return ec;
+            }
+            error_code ec = feeder.put(parser, buffer);
+            if (ec != detail::http::error::need_more)
+                co_return ec;
+        }
+    }
+
     template <class Stream>
     static asio::awaitable<exchange_result> exchange(Stream& stream, detail::http_connection& c,
                                                      const state_ptr& st, const request_type& req,
@@ -841,16 +863,20 @@ private:
         constexpr std::size_t hold = 16 * 1024;
         std::string pending; // ok: the held-back tail; error: the message
         error_code sink_ec;
+        detail::body_feeder feeder;
         bool body_done = parser.is_done();
         while (!body_done) {
             parser.get().body().data = buf.data();
             parser.get().body().size = buf.size();
-            auto [rec, rn] = co_await http::async_read(stream, c.buffer, parser, tuple);
+            error_code rec = co_await read_body_some(stream, c.buffer, parser, feeder);
             if (rec == http::error::need_buffer)
                 rec = {};
             if (rec || st->cancelled || st->timed_out) {
-                r.ec = fail_or_interrupt(st, make_error_code(errc::truncated_response), diag,
-                                         "the reply ended early: " + rec.message());
+                const bool framing = rec == http::error::buffer_overflow;
+                r.ec = fail_or_interrupt(
+                    st, make_error_code(framing ? errc::protocol_error : errc::truncated_response), diag,
+                    framing ? "the reply's chunk framing holds more than 64 KiB that is not data"
+                            : "the reply ended early: " + rec.message());
                 co_return r;
             }
             std::size_t got = buf.size() - parser.get().body().size;
