@@ -5,6 +5,7 @@
 //
 //   http_overhead DIR [iterations]
 // DIR is a server folder made by `scripts/clickhouse-server.sh start DIR`.
+#include "test_server.hpp"
 #include "timing.hpp"
 
 #include <chstate/chstate.hpp>
@@ -31,41 +32,13 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using namespace chstate;
 
-namespace {
-
-std::map<std::string, std::string> read_env(const std::string& dir) {
-    std::map<std::string, std::string> env;
-    std::ifstream in(dir + "/env");
-    for (std::string line; std::getline(in, line);) {
-        if (line.rfind("export ", 0) == 0)
-            line = line.substr(7);
-        auto eq = line.find('=');
-        if (eq == std::string::npos)
-            continue;
-        std::string v = line.substr(eq + 1);
-        if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"'))
-            v = v.substr(1, v.size() - 2);
-        env[line.substr(0, eq)] = v;
-    }
-    return env;
-}
-
-} // namespace
-
 int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr, "usage: http_overhead SERVER_DIR [iterations]\n");
         return 2;
     }
     const int n = argc > 2 ? std::atoi(argv[2]) : 500;
-    auto env = read_env(argv[1]);
-    std::ifstream pw(env["CHSTATE_TEST_HTTP_PASSWORD_FILE"]);
-    std::string password((std::istreambuf_iterator<char>(pw)), {});
-    http_options o;
-    o.host = env["CHSTATE_TEST_HTTP_HOST"];
-    o.port = static_cast<std::uint16_t>(std::stoi(env["CHSTATE_TEST_HTTP_PORT"]));
-    o.user = env["CHSTATE_TEST_HTTP_USER"];
-    o.password = password;
+    http_options o = bench::test_server_options(argv[1]);
     o.pool_size = 1;
 
     asio::thread_pool threads(1);

@@ -30,6 +30,8 @@
 //   CHSTATE_BENCH_TRACE       set: print each floor statement and its time
 //                             to stderr (what an operation sends, and where
 //                             its floor's time goes).
+#include "test_server.hpp"
+
 #include <benchmark/benchmark.h>
 
 #include <chstate/chstate.hpp>
@@ -640,23 +642,6 @@ struct embedded_ctx {
     chdb_transport make_inner() { return chdb_transport(engine); }
 };
 
-std::map<std::string, std::string> read_env_file(const std::string& path) {
-    std::map<std::string, std::string> env;
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) {
-        if (line.rfind("export ", 0) == 0)
-            line = line.substr(7);
-        auto eq = line.find('=');
-        if (eq == std::string::npos)
-            continue;
-        std::string v = line.substr(eq + 1);
-        if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"'))
-            v = v.substr(1, v.size() - 2);
-        env[line.substr(0, eq)] = v;
-    }
-    return env;
-}
-
 struct server_ctx {
     static constexpr const char* name = "server";
     using inner_transport = http_transport;
@@ -671,19 +656,12 @@ struct server_ctx {
             problem = "CHSTATE_BENCH_SERVER_DIR is not set (benchmarks/run starts a server and sets it)";
             return;
         }
-        auto env = read_env_file(std::string(dir) + "/env");
-        std::ifstream pw(env["CHSTATE_TEST_HTTP_PASSWORD_FILE"]);
-        std::string password((std::istreambuf_iterator<char>(pw)), {});
-        while (!password.empty() && (password.back() == '\n' || password.back() == '\r'))
-            password.pop_back();
-        if (env["CHSTATE_TEST_HTTP_HOST"].empty() || env["CHSTATE_TEST_HTTP_PORT"].empty()) {
-            problem = std::string("no server described in ") + dir + "/env";
+        try {
+            options = bench::test_server_options(dir);
+        } catch (const std::exception& e) {
+            problem = e.what();
             return;
         }
-        options.host = env["CHSTATE_TEST_HTTP_HOST"];
-        options.port = static_cast<std::uint16_t>(std::stoi(env["CHSTATE_TEST_HTTP_PORT"]));
-        options.user = env["CHSTATE_TEST_HTTP_USER"];
-        options.password = password;
         options.pool_size = 1; // one kept-alive connection per store, as the floor
         options.request_timeout = std::chrono::seconds(600);
         floor.host = options.host;

@@ -1284,249 +1284,6 @@ private:
 
 namespace {
 
-/// A loopback HTTP server that answers like ClickHouse until a request's
-/// text contains `trigger`, and then answers 200 and streams `pattern`
-/// forever (until the client hangs up), announcing a 10 GB Content-Length.
-class hostile_server {
-public:
-    hostile_server(std::string trigger, std::string head_of_body, std::string pattern)
-        : trigger_(std::move(trigger)), head_(std::move(head_of_body)), pattern_(std::move(pattern)) {
-        acceptor_.open(asio::ip::tcp::v4());
-        acceptor_.bind({loopback, 0});
-        acceptor_.listen(16);
-        port_ = acceptor_.local_endpoint().port();
-        thread_ = std::thread([this] { serve(); });
-    }
-    ~hostile_server() {
-        stop_ = true;
-        error_code ignored;
-        asio::ip::tcp::socket poke(io_);
-        poke.connect({loopback, port_}, ignored); // unblocks accept()
-        poke.close(ignored);
-        thread_.join();
-    }
-    std::uint16_t port() const { return port_; }
-    std::size_t streamed() const { return streamed_; }
-
-private:
-    void serve() {
-        while (!stop_) {
-            asio::ip::tcp::socket s(io_);
-            error_code ec;
-            acceptor_.accept(s, ec);
-            if (ec || stop_)
-                return;
-            std::string in;
-            std::array<char, 65536> buf;
-            // One request per connection is enough: answers close the connection.
-            for (;;) {
-                auto head_end = in.find("\r\n\r\n");
-                if (head_end != std::string::npos) {
-                    std::string lower = in.substr(0, head_end);
-                    std::transform(lower.begin(), lower.end(), lower.begin(),
-                                   [](unsigned char c) { return std::tolower(c); });
-                    std::size_t length = 0;
-                    if (auto at = lower.find("\r\ncontent-length: "); at != std::string::npos)
-                        length = std::stoul(lower.substr(at + 18));
-                    if (in.size() >= head_end + 4 + length)
-                        break;
-                }
-                std::size_t n = s.read_some(asio::buffer(buf), ec);
-                if (ec)
-                    break;
-                in.append(buf.data(), n);
-            }
-            if (ec)
-                continue;
-            std::string plain;
-            if (in.find("version()") != std::string::npos)
-                plain = "18.16.1\n";
-            if (in.find(trigger_) == std::string::npos) {
-                std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(plain.size()) +
-                                    "\r\nConnection: close\r\n\r\n" + plain;
-                asio::write(s, asio::buffer(reply), ec);
-                continue;
-            }
-            std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: 10000000000\r\nConnection: close\r\n\r\n" + head_;
-            asio::write(s, asio::buffer(reply), ec);
-            std::string block;
-            while (block.size() < (1 << 20))
-                block += pattern_;
-            while (!ec && !stop_) {
-                streamed_ += asio::write(s, asio::buffer(block), ec);
-            }
-        }
-    }
-
-    std::string trigger_, head_, pattern_;
-    asio::io_context io_;
-    asio::ip::tcp::acceptor acceptor_{io_};
-    std::uint16_t port_ = 0;
-    std::atomic<bool> stop_{false};
-    std::atomic<std::size_t> streamed_{0};
-    std::thread thread_;
-};
-
-/// Peak resident set since the last reset_peak_rss(), in bytes (Linux).
-std::size_t peak_rss() {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.starts_with("VmHWM:"))
-            return std::stoull(line.substr(6)) * 1024;
-    return 0;
-}
-void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
-
-// The bound on peak RSS growth the limits tests assert. Under AddressSanitizer
-// freed memory waits in a quarantine (256 MiB by default) and every byte has
-// shadow, so RSS there says little: the bound is looser, and says so.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CHSTATE_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CHSTATE_TEST_ASAN 1
-#endif
-#endif
-#ifdef CHSTATE_TEST_ASAN
-constexpr std::size_t rss_bound = std::size_t(512) << 20;
-#else
-constexpr std::size_t rss_bound = std::size_t(64) << 20;
-#endif
-
-struct hostile_outcome {
-    error_code ec;
-    std::string message;
-    std::size_t rss_growth = 0;
-    double seconds = 0;
-};
-
-/// Runs `op` on a store over HTTP to `server`, limits as given.
-template <class Op>
-hostile_outcome against(hostile_server& server, reply_limits limits, Op op) {
-    asio::thread_pool threads(1);
-    http_options h;
-    h.host = "127.0.0.1";
-    h.port = server.port();
-    h.request_timeout = std::chrono::seconds(60);
-    store_options o;
-    o.limits = limits;
-    basic_state_store<http_transport> store(http_transport(threads.get_executor(), h), o);
-    hostile_outcome out;
-    reset_peak_rss();
-    const std::size_t before = peak_rss();
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-        op(store);
-    } catch (const chstate::error& e) {
-        out.ec = e.code();
-        out.message = e.what();
-    }
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const std::size_t after = peak_rss();
-    out.rss_growth = after > before ? after - before : 0;
-    return out;
-}
-
-} // namespace
-
-TEST_CASE("limits: endless ids from a hostile server stop at max_operation_bytes, memory bounded") {
-    hostile_server_case hc;
-    // Rows of RowBinary: varint length 8, then 8 bytes — forever.
-    hostile_server server("RowBinary", "", std::string("\x08", 1) + "id-bytes");
-    reply_limits limits;
-    limits.max_operation_bytes = 16 << 20;
-    auto r = against(server, limits, [](auto& store) { store.state_ids("*"); });
-    INFO(r.message);
-    CHECK(r.ec == errc::reply_too_large);
-    CHECK(contains(r.message, "max_operation_bytes"));
-    CHECK(r.rss_growth < rss_bound);
-    CHECK(r.seconds < 30);
-    MESSAGE("endless ids: stopped after " << r.seconds << " s, peak RSS +" << (r.rss_growth >> 20) << " MiB");
-}
-
-TEST_CASE("limits: a row declaring 10 GB fails at once, before its bytes are read (default limits)") {
-    hostile_server_case hc;
-    // The partial state, a Nullable(String), declaring 10^10 bytes.
-    std::string head = std::string("\x00", 1);
-    std::uint64_t n = 10'000'000'000ull;
-    while (n >= 0x80) {
-        head += char((n & 0x7f) | 0x80);
-        n >>= 7;
-    }
-    head += char(n);
-    hostile_server server("RowBinary", head, "x");
-    auto r = against(server, reply_limits{}, [](auto& store) { store.get("x"); });
-    INFO(r.message);
-    CHECK(r.ec == errc::reply_too_large);
-    CHECK(contains(r.message, "10000000000 bytes"));
-    CHECK(contains(r.message, "max_row_bytes"));
-    CHECK(r.rss_growth < rss_bound);
-}
-
-TEST_CASE("limits: endless rows to get are refused at the second row; to get_all, memory stays flat until the timeout") {
-    // (partial NULL, completed "{}") as RowBinary, forever.
-    const std::string row = std::string("\x01\x00\x02{}", 5);
-    {
-        hostile_server_case hc; // endless rows to get
-        hostile_server server("RowBinary", "", row);
-        auto r = against(server, reply_limits{}, [](auto& store) { store.get("x"); });
-        INFO(r.message);
-        CHECK(r.ec == errc::protocol_error);
-        CHECK(contains(r.message, "more than one row"));
-    }
-    // get_all streams: the rows reach the visitor one by one, nothing piles
-    // up, and the request timeout ends the stream.
-    hostile_server_case hc; // endless rows to get_all
-    const std::string id_row = std::string("\x01x", 2) + row;
-    hostile_server server("RowBinary", "", id_row);
-    asio::thread_pool threads(1);
-    http_options h;
-    h.host = "127.0.0.1";
-    h.port = server.port();
-    h.request_timeout = std::chrono::seconds(3);
-    basic_state_store<http_transport> store(http_transport(threads.get_executor(), h));
-    std::uint64_t seen = 0;
-    reset_peak_rss();
-    const std::size_t before = peak_rss();
-    error_code ec;
-    try {
-        store.get_all([&](state&&) { ++seen; });
-    } catch (const chstate::error& e) {
-        ec = e.code();
-    }
-    CHECK(ec == errc::timeout);
-    CHECK(seen > 1000);
-    CHECK(peak_rss() - before < rss_bound);
-    MESSAGE("get_all of an endless reply: " << seen << " states visited in 3 s, peak RSS +"
-                                            << ((peak_rss() - before) >> 20) << " MiB");
-}
-
-TEST_CASE("limits: a bookkeeping reply with no newline stops at max_row_bytes") {
-    hostile_server_case hc;
-    // clear_all counts the states (a JSONEachRow reply): one endless line.
-    hostile_server server("JSONEachRow", "{\"n\":\"", "0123456789");
-    reply_limits limits;
-    limits.max_row_bytes = 4 << 20;
-    auto r = against(server, limits, [](auto& store) { store.clear_all(); });
-    INFO(r.message);
-    CHECK(r.ec == errc::reply_too_large);
-    CHECK(contains(r.message, "max_row_bytes"));
-    CHECK(r.rss_growth < rss_bound);
-}
-
-TEST_CASE("limits: a version() reply that never ends is refused") {
-    hostile_server_case hc;
-    hostile_server server("version()", "18.16.1", "0");
-    auto r = against(server, reply_limits{}, [](auto& store) { store.get("x"); });
-    CHECK(r.ec == errc::protocol_error);
-    CHECK(contains(r.message, "version()"));
-}
-
-// ---- hostile servers: replies no ClickHouse sends ------------------------------
-
-namespace {
-
 /// A loopback server that answers like ClickHouse 18.16 until a request's
 /// text holds `trigger`, and answers that one with its script: each step's
 /// bytes, then the step's pause; then `endless` repeated until the client
@@ -1638,6 +1395,178 @@ private:
     std::atomic<int> triggered_{0};
     std::thread thread_;
 };
+
+/// A server that answers the request holding `trigger` with status 200, a
+/// 10 GB Content-Length, `head_of_body`, then `pattern` repeated until the
+/// client hangs up.
+scripted_server endless_server(std::string trigger, const std::string& head_of_body, std::string pattern) {
+    return scripted_server(
+        std::move(trigger),
+        {{{"HTTP/1.1 200 OK\r\nContent-Length: 10000000000\r\nConnection: close\r\n\r\n" + head_of_body, {}}},
+         std::move(pattern),
+         false,
+         false});
+}
+
+/// Peak resident set since the last reset_peak_rss(), in bytes (Linux).
+std::size_t peak_rss() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.starts_with("VmHWM:"))
+            return std::stoull(line.substr(6)) * 1024;
+    return 0;
+}
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+// The bound on peak RSS growth the limits tests assert. Under AddressSanitizer
+// freed memory waits in a quarantine (256 MiB by default) and every byte has
+// shadow, so RSS there says little: the bound is looser, and says so.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CHSTATE_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CHSTATE_TEST_ASAN 1
+#endif
+#endif
+#ifdef CHSTATE_TEST_ASAN
+constexpr std::size_t rss_bound = std::size_t(512) << 20;
+#else
+constexpr std::size_t rss_bound = std::size_t(64) << 20;
+#endif
+
+struct hostile_outcome {
+    error_code ec;
+    std::string message;
+    std::size_t rss_growth = 0;
+    double seconds = 0;
+};
+
+/// Runs `op` on a store over HTTP to `server`, limits as given.
+template <class Op>
+hostile_outcome against(scripted_server& server, reply_limits limits, Op op) {
+    asio::thread_pool threads(1);
+    http_options h;
+    h.host = "127.0.0.1";
+    h.port = server.port();
+    h.request_timeout = std::chrono::seconds(60);
+    store_options o;
+    o.limits = limits;
+    basic_state_store<http_transport> store(http_transport(threads.get_executor(), h), o);
+    hostile_outcome out;
+    reset_peak_rss();
+    const std::size_t before = peak_rss();
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+        op(store);
+    } catch (const chstate::error& e) {
+        out.ec = e.code();
+        out.message = e.what();
+    }
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::size_t after = peak_rss();
+    out.rss_growth = after > before ? after - before : 0;
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("limits: endless ids from a hostile server stop at max_operation_bytes, memory bounded") {
+    hostile_server_case hc;
+    // Rows of RowBinary: varint length 8, then 8 bytes — forever.
+    scripted_server server = endless_server("RowBinary", "", std::string("\x08", 1) + "id-bytes");
+    reply_limits limits;
+    limits.max_operation_bytes = 16 << 20;
+    auto r = against(server, limits, [](auto& store) { store.state_ids("*"); });
+    INFO(r.message);
+    CHECK(r.ec == errc::reply_too_large);
+    CHECK(contains(r.message, "max_operation_bytes"));
+    CHECK(r.rss_growth < rss_bound);
+    CHECK(r.seconds < 30);
+    MESSAGE("endless ids: stopped after " << r.seconds << " s, peak RSS +" << (r.rss_growth >> 20) << " MiB");
+}
+
+TEST_CASE("limits: a row declaring 10 GB fails at once, before its bytes are read (default limits)") {
+    hostile_server_case hc;
+    // The partial state, a Nullable(String), declaring 10^10 bytes.
+    std::string head = std::string("\x00", 1);
+    std::uint64_t n = 10'000'000'000ull;
+    while (n >= 0x80) {
+        head += char((n & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    head += char(n);
+    scripted_server server = endless_server("RowBinary", head, "x");
+    auto r = against(server, reply_limits{}, [](auto& store) { store.get("x"); });
+    INFO(r.message);
+    CHECK(r.ec == errc::reply_too_large);
+    CHECK(contains(r.message, "10000000000 bytes"));
+    CHECK(contains(r.message, "max_row_bytes"));
+    CHECK(r.rss_growth < rss_bound);
+}
+
+TEST_CASE("limits: endless rows to get are refused at the second row; to get_all, memory stays flat until the timeout") {
+    // (partial NULL, completed "{}") as RowBinary, forever.
+    const std::string row = std::string("\x01\x00\x02{}", 5);
+    {
+        hostile_server_case hc; // endless rows to get
+        scripted_server server = endless_server("RowBinary", "", row);
+        auto r = against(server, reply_limits{}, [](auto& store) { store.get("x"); });
+        INFO(r.message);
+        CHECK(r.ec == errc::protocol_error);
+        CHECK(contains(r.message, "more than one row"));
+    }
+    // get_all streams: the rows reach the visitor one by one, nothing piles
+    // up, and the request timeout ends the stream.
+    hostile_server_case hc; // endless rows to get_all
+    const std::string id_row = std::string("\x01x", 2) + row;
+    scripted_server server = endless_server("RowBinary", "", id_row);
+    asio::thread_pool threads(1);
+    http_options h;
+    h.host = "127.0.0.1";
+    h.port = server.port();
+    h.request_timeout = std::chrono::seconds(3);
+    basic_state_store<http_transport> store(http_transport(threads.get_executor(), h));
+    std::uint64_t seen = 0;
+    reset_peak_rss();
+    const std::size_t before = peak_rss();
+    error_code ec;
+    try {
+        store.get_all([&](state&&) { ++seen; });
+    } catch (const chstate::error& e) {
+        ec = e.code();
+    }
+    CHECK(ec == errc::timeout);
+    CHECK(seen > 1000);
+    CHECK(peak_rss() - before < rss_bound);
+    MESSAGE("get_all of an endless reply: " << seen << " states visited in 3 s, peak RSS +"
+                                            << ((peak_rss() - before) >> 20) << " MiB");
+}
+
+TEST_CASE("limits: a bookkeeping reply with no newline stops at max_row_bytes") {
+    hostile_server_case hc;
+    // clear_all counts the states (a JSONEachRow reply): one endless line.
+    scripted_server server = endless_server("JSONEachRow", "{\"n\":\"", "0123456789");
+    reply_limits limits;
+    limits.max_row_bytes = 4 << 20;
+    auto r = against(server, limits, [](auto& store) { store.clear_all(); });
+    INFO(r.message);
+    CHECK(r.ec == errc::reply_too_large);
+    CHECK(contains(r.message, "max_row_bytes"));
+    CHECK(r.rss_growth < rss_bound);
+}
+
+TEST_CASE("limits: a version() reply that never ends is refused") {
+    hostile_server_case hc;
+    scripted_server server = endless_server("version()", "18.16.1", "0");
+    auto r = against(server, reply_limits{}, [](auto& store) { store.get("x"); });
+    CHECK(r.ec == errc::protocol_error);
+    CHECK(contains(r.message, "version()"));
+}
+
+// ---- hostile servers: replies no ClickHouse sends ------------------------------
+
+namespace {
 
 struct scripted_outcome {
     error_code ec;
