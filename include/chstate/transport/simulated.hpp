@@ -42,10 +42,11 @@
 //   SELECT [DISTINCT] item, … [FROM db.t [FINAL]] [WHERE cond] [ORDER BY expr [ASC|DESC], …] [LIMIT n] [SETTINGS …]
 //       items: columns, count(), max(x), min(x) (no GROUP BY), expressions, [AS alias];
 //       expressions: AND / OR of =, !=, <, <=, >, >=, LIKE, + and - over columns, literals, {params},
+//       x IN (SELECT arrayJoin({param:Array(String)})),
 //       INTERVAL n MILLISECOND|SECOND|MINUTE|HOUR|DAY, scalar subqueries (SELECT …), and the
 //       functions now(), now64(3), toDateTime(x), greatest, least, isNull, isNotNull,
 //       toUnixTimestamp64Milli, fromUnixTimestamp64Milli (times are milliseconds), toUInt64,
-//       SHA256, unhex, has({param:Array(String)}, x); replies also in RowBinary
+//       SHA256, unhex; replies also in RowBinary
 //   SELECT … FROM system.tables (database, name, engine, engine_full) | system.columns
 //       (database, table, name, type, position) | system.mutations (database, table, is_done)
 //   DELETE FROM db.t WHERE cond            ALTER TABLE db.t DELETE WHERE cond
@@ -759,14 +760,6 @@ private:
                     out += static_cast<char>(std::stoi(a.s.substr(k, 2), nullptr, 16));
                 return value::of_text(std::move(out));
             }
-            if (f == "HAS") { // has({param:Array(String)}, x): the array's text as the store writes it
-                value list = eval(e.args.at(0), t, cells);
-                value x = eval(e.args.at(1), t, cells);
-                if (x.kind == value::null)
-                    return value::of_number(0);
-                const auto& items = string_array(list.s);
-                return value::of_number(std::find(items.begin(), items.end(), x.s) != items.end() ? 1 : 0);
-            }
             if (f == "STARTSWITH") { // bytes, as ClickHouse compares them
                 value a = eval(e.args.at(0), t, cells), prefix = eval(e.args.at(1), t, cells);
                 if (a.kind == value::null || prefix.kind == value::null)
@@ -785,6 +778,12 @@ private:
             if (e.name == "OR")
                 return value::of_number(truthy(eval(e.args[0], t, cells)) || truthy(eval(e.args[1], t, cells)));
             value a = eval(e.args[0], t, cells), b = eval(e.args[1], t, cells);
+            if (e.name == "IN") { // b: the array parameter's text as the store writes it
+                if (a.kind == value::null)
+                    return value::of_number(0);
+                const auto& items = string_array(b.s);
+                return value::of_number(std::find(items.begin(), items.end(), a.s) != items.end() ? 1 : 0);
+            }
             if (e.name == "+" || e.name == "-") {
                 auto c = [](const value& v) { return v.kind == value::number ? v.n : detail::sim::to_int(v.s).value_or(0); };
                 return value::of_number(e.name == "+" ? c(a) + c(b) : c(a) - c(b));
@@ -915,6 +914,16 @@ private:
             if (is_kw("NOT") && is_kw("LIKE", 1)) {
                 i += 2;
                 return binary("NOT LIKE", std::move(l), parse_add());
+            }
+            if (accept_kw("IN")) { // x IN (SELECT arrayJoin({param:Array(String)}))
+                expect_sym("(");
+                expect_kw("SELECT");
+                expect_kw("ARRAYJOIN");
+                expect_sym("(");
+                expr list = parse_expr();
+                expect_sym(")");
+                expect_sym(")");
+                return binary("IN", std::move(l), std::move(list));
             }
             return l;
         }
