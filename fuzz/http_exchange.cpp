@@ -4,7 +4,8 @@
 // Input: one byte choosing the statement (reply format TabSeparated, whose
 // body is searched for an exception after status 200; RowBinary, sent
 // with wait_end_of_query=1, whose body is data only; or a statement with
-// parameters, sent as multipart/form-data), then the bytes a server sends
+// a small parameter, inlined, or a large one, sent as multipart/form-data),
+// then the bytes a server sends
 // back on every connection (status line, headers, body), after which it
 // shuts its side down.
 //
@@ -159,7 +160,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }();
     (void)started;
 
-    const unsigned kind = data[0] % 3;
+    const unsigned kind = data[0] % 4;
     srv.reply.assign(reinterpret_cast<const char*>(data + 1), size - 1);
 
     chstate::statement stmt;
@@ -167,9 +168,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         stmt = {"SELECT state_id FROM meltano.state", {}, "TabSeparated", {}, true};
     } else if (kind == 1) {
         stmt = {"SELECT state_id, partial_state, completed_state FROM meltano.state", {}, "RowBinary", {}, true};
-    } else {
+    } else if (kind == 2) { // small: inlined as a quoted literal
         stmt = {"SELECT 1 WHERE state_id = {id:String}", {{"id", "String", std::string("dev:\t\n'x")}}, "TabSeparated",
                 {}, true};
+    } else { // past inline_parameter_limit: an external table
+        stmt = {"SELECT 1 WHERE state_id = {id:String}",
+                {{"id", "String", std::string(chstate::detail::inline_parameter_limit + 1, 'x')}}, "TabSeparated", {},
+                true};
     }
     const bool searched = kind != 1;
 

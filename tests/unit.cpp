@@ -11,6 +11,7 @@
 
 #include <array>
 #include <map>
+#include <mutex>
 
 using namespace chstate;
 using namespace std::chrono_literals;
@@ -1319,6 +1320,11 @@ public:
     }
     std::uint16_t port() const { return port_; }
     int triggered() const { return triggered_; }
+    /// The last request that held the trigger, as received.
+    std::string scripted_request() const {
+        std::lock_guard lock(mutex_);
+        return scripted_request_;
+    }
 
 private:
     void serve() {
@@ -1355,6 +1361,10 @@ private:
                                     "\r\nConnection: close\r\n\r\n" + plain;
                 asio::write(s, asio::buffer(reply), ec);
                 continue;
+            }
+            {
+                std::lock_guard lock(mutex_);
+                scripted_request_ = in;
             }
             ++triggered_;
             for (const auto& st : script_.steps) {
@@ -1393,6 +1403,8 @@ private:
     std::uint16_t port_ = 0;
     std::atomic<bool> stop_{false};
     std::atomic<int> triggered_{0};
+    mutable std::mutex mutex_;
+    std::string scripted_request_;
     std::thread thread_;
 };
 
@@ -1826,6 +1838,35 @@ TEST_CASE("http: a reply that arrives a few bytes at a time is read whole") {
         CHECK(r.message == "returned " + std::to_string(c.ids) + " ids");
         CHECK(server.triggered() == 1);
     }
+}
+
+TEST_CASE("http: values of at most 16 KiB travel as quoted literals in the statement, larger ones as an external "
+          "table") {
+    const std::string empty_reply = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    auto request_for = [&](const std::string& id) {
+        scripted_server server("RowBinary", {{{empty_reply, {}}}, {}, false, false});
+        asio::thread_pool threads(1);
+        http_options h;
+        h.host = "127.0.0.1";
+        h.port = server.port();
+        basic_state_store<http_transport> store(http_transport(threads.get_executor(), h));
+        CHECK_FALSE(store.get(id).has_value());
+        REQUIRE(server.triggered() == 1);
+        return server.scripted_request();
+    };
+    // Every byte the quoting escapes, a quote and a byte that is not UTF-8.
+    const std::string small = std::string("dev:'\\\n\t\r\0\b\f\xff x", 15);
+    const std::string request = request_for(small);
+    CHECK(contains(request, detail::quote_string(small)));
+    CHECK_FALSE(contains(request, "multipart/form-data"));
+    CHECK_FALSE(contains(request, "_chstate_values"));
+    CHECK_FALSE(contains(request, "{state_id:String}"));
+
+    const std::string large(detail::inline_parameter_limit + 1, 'x');
+    const std::string large_request = request_for(large);
+    CHECK(contains(large_request, "multipart/form-data"));
+    CHECK(contains(large_request, "_chstate_values"));
+    CHECK_FALSE(contains(large_request, "'" + large + "'"));
 }
 
 // ---- outcome_unknown: a write whose reply was lost may have landed ----------

@@ -2,7 +2,8 @@
 // rules that keep values out of SQL text.
 //
 // Values travel as {name:Type} parameters. For a server without query
-// parameters (before 19.11) inline_parameters() turns them into quoted
+// parameters (before 19.11), and over HTTP for values of at most
+// inline_parameter_limit bytes, inline_parameters() turns them into quoted
 // literals, the only place a value is ever written into SQL text.
 #pragma once
 
@@ -173,6 +174,19 @@ inline error_code inline_parameters(statement& stmt, diagnostics& diag) {
     stmt.parameters.clear();
     return {};
 }
+
+/// Bytes of all a statement's parameter values.
+inline std::size_t parameter_bytes(const statement& stmt) {
+    std::size_t n = 0;
+    for (const auto& p : stmt.parameters)
+        n += p.value ? p.value->size() : 0;
+    return n;
+}
+
+/// Parameter values up to this many bytes in all are sent as quoted
+/// literals in the statement's text (transport/http.hpp); larger ones as
+/// an external table, so no value meets max_query_size (256 KiB).
+inline constexpr std::size_t inline_parameter_limit = 16 * 1024;
 
 /// A statement's parameters as one external table, for a transport that
 /// sends them in the request body (transport/http.hpp): every {name:Type}

@@ -5,16 +5,23 @@
 //                                {.host = "127.0.0.1", .port = 8123, .user = "u", .password = "p"});
 //   chstate::basic_state_store<chstate::http_transport> store(http);
 //
-// Each statement is one `POST /` (HTTP/1.1). No value travels in the URL or
-// in SQL text, so neither a state nor an id meets a limit on the query's
-// or the URL's size, on any server version:
+// Each statement is one `POST /` (HTTP/1.1). No value travels in the URL,
+// and none larger than 16 KiB in SQL text, so neither a state nor an id
+// meets a limit on the query's or the URL's size, on any server version:
 //   * no parameters, no data: the body is the statement text;
 //   * stmt.data (INSERT … FORMAT …): the statement in the URL's `query`
 //     parameter, the body is the data;
-//   * parameters: the statement in `query`, the body multipart/form-data
-//     carrying one external table, `_chstate_values`, whose one
-//     TabSeparated row holds every value; each {name:Type} placeholder is
-//     replaced by `(SELECT name FROM _chstate_values)`
+//   * parameters whose values total at most 16 KiB
+//     (detail::inline_parameter_limit): the body is the statement with
+//     each {name:Type} placeholder replaced by its quoted literal
+//     (detail::inline_parameters: strings through quote_string, integers
+//     checked), far below any server's max_query_size (256 KiB). This is
+//     what the cheapest client sends, and it spares the server an external
+//     table per request;
+//   * larger parameters: the statement in `query`, the body
+//     multipart/form-data carrying one external table, `_chstate_values`,
+//     whose one TabSeparated row holds every value; each {name:Type}
+//     placeholder is replaced by `(SELECT name FROM _chstate_values)`
 //     (detail::bind_parameters_as_table). External tables exist on every
 //     version, 18.16 included, so one form serves all servers.
 // Other URL parameters: `database`, `default_format` (= stmt.format), and
@@ -626,6 +633,11 @@ private:
             add("wait_end_of_query", "1");
         if (stmt.parameters.empty() && stmt.data.empty()) {
             out.body = stmt.sql; // no value in it, but any length: the body, not the URL
+        } else if (stmt.data.empty() && detail::parameter_bytes(stmt) <= detail::inline_parameter_limit) {
+            statement inlined = stmt; // small values: quoted literals in the body's SQL, as any client sends them
+            if (auto ec = detail::inline_parameters(inlined, diag))
+                return ec;
+            out.body = std::move(inlined.sql);
         } else if (stmt.parameters.empty()) {
             add("query", stmt.sql);
             out.body = stmt.data;
