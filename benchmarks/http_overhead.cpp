@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
         http::request<http::string_body> req{http::verb::post, "/?default_format=JSONEachRow", 11};
         req.set(http::field::host, o.host);
         req.set("X-ClickHouse-User", o.user);
-        req.set("X-ClickHouse-Key", password);
+        req.set("X-ClickHouse-Key", o.password);
         req.keep_alive(true);
         req.body() = select.sql;
         req.prepare_payload();
