@@ -22,6 +22,15 @@
 #   tls/{ca.pem,ca.key,server.pem,server.key} (keys 0600)
 # Extra server config can be dropped in DIR/config.d/*.xml (read by the server).
 #
+# Fixed ports (for scripts/clickhouse-cluster.sh, whose config.d names every
+# replica's ports before any server starts): with
+#   CHSTATE_SERVER_PORTS="HTTP TCP INTERSERVER HTTPS"
+# in the environment, start/restart use exactly these ports and never pick
+# others; if one of them is taken (before the launch, or the server's bind
+# fails with "Address already in use") the script exits with code 3.
+# Without the variable nothing changes: ports are picked (and re-picked on a
+# lost race) as described above, and errors exit with code 1.
+#
 # HTTPS: the server also listens on 127.0.0.1:HTTPS_PORT with tls/server.pem,
 # an EC P-256 certificate signed by the throwaway CA tls/ca.pem (made here with
 # the openssl command, valid 30 days, renewed when it has less than a day left)
@@ -41,6 +50,19 @@ STOP_TIMEOUT=10
 
 me=clickhouse-server.sh
 die() { echo "$me: error: $*" >&2; exit 1; }
+EXIT_PORT_TAKEN=3   # only with CHSTATE_SERVER_PORTS (see above)
+die_port() { echo "$me: error: $*" >&2; exit "$EXIT_PORT_TAKEN"; }
+
+# CHSTATE_SERVER_PORTS: four distinct ports, or unset/empty.
+ENV_PORTS=()
+if [[ -n ${CHSTATE_SERVER_PORTS:-} ]]; then
+  read -r -a ENV_PORTS <<<"$CHSTATE_SERVER_PORTS"
+  ((${#ENV_PORTS[@]} == 4)) || die "CHSTATE_SERVER_PORTS must be 4 ports (http tcp interserver https), not '$CHSTATE_SERVER_PORTS'"
+  for p in "${ENV_PORTS[@]}"; do
+    [[ $p =~ ^[0-9]+$ ]] && ((p > 0 && p < 65536)) || die "CHSTATE_SERVER_PORTS: '$p' is not a port"
+  done
+  [[ $(printf '%s\n' "${ENV_PORTS[@]}" | sort -u | wc -l) == 4 ]] || die "CHSTATE_SERVER_PORTS: the 4 ports must differ"
+fi
 usage() { echo "usage: $me start|stop|restart|kill|pause|resume|status|env DIR" >&2; exit 2; }
 
 (($# == 2)) || usage
@@ -377,7 +399,13 @@ do_start() {
 
   ensure_password
   ensure_certificates
-  if ((fixed_ports)); then
+  if ((${#ENV_PORTS[@]} == 4)); then
+    fixed_ports=1
+    HTTP_PORT=${ENV_PORTS[0]} TCP_PORT=${ENV_PORTS[1]} INTERSERVER_PORT=${ENV_PORTS[2]} HTTPS_PORT=${ENV_PORTS[3]}
+    for p in "$HTTP_PORT" "$TCP_PORT" "$INTERSERVER_PORT" "$HTTPS_PORT"; do
+      port_is_free "$p" || die_port "port $p (from CHSTATE_SERVER_PORTS) is already in use"
+    done
+  elif ((fixed_ports)); then
     load_ports || die "no saved ports in $PORTSFILE to restart on"
   elif ! load_ports || ! port_is_free "$HTTP_PORT" || ! port_is_free "$TCP_PORT" \
        || ! port_is_free "$INTERSERVER_PORT" || ! port_is_free "$HTTPS_PORT"; then
@@ -394,7 +422,12 @@ do_start() {
       pick_ports   # lost a race for a port: try others
       continue
     fi
-    ((rc == 2)) && { show_logs; die "port already in use (http $HTTP_PORT, tcp $TCP_PORT, interserver $INTERSERVER_PORT, https $HTTPS_PORT)"; }
+    if ((rc == 2)); then
+      show_logs
+      msg="port already in use (http $HTTP_PORT, tcp $TCP_PORT, interserver $INTERSERVER_PORT, https $HTTPS_PORT)"
+      ((${#ENV_PORTS[@]} == 4)) && die_port "$msg"
+      die "$msg"
+    fi
     exit 1
   done
 
