@@ -119,5 +119,43 @@ TEST_CASE("embedded: strict grants race on one token: exactly one winner per rou
           std::to_string(rounds) + "\t" + std::to_string(rounds) + "\n");
 }
 
+TEST_CASE("embedded: written_rows, as the strict lock reads it") {
+    // The strict lock learns a conditional INSERT's outcome from the engine's
+    // written-rows count (diagnostics::written_rows). What it relies on:
+    // a check that fails writes 0, and so does an INSERT resent with the same
+    // deduplication token and bytes. What it must not rely on: chDB counts a
+    // block that deduplication then drops when its bytes differ (a rival's
+    // grant of the same token), so a count of 1 is read back.
+    auto engine = embedded_tests::shared_engine();
+    chdb_transport t(engine);
+    const std::string schema = test::unique_schema("written");
+    test::raw_sql(t, "CREATE DATABASE IF NOT EXISTS `" + schema + "`");
+    detail::statements stm(detail::table_names(schema, "state"), detail::server_features::from_version("24.1"));
+    test::raw_sql(t, stm.create_grant_table().sql);
+    auto written = [&](const statement& s) {
+        diagnostics d;
+        t.async_execute(s, [](std::string_view) { return error_code{}; }, d, asio::use_future).get();
+        REQUIRE(d.written_rows.has_value());
+        return *d.written_rows;
+    };
+    auto rows_of_token = [&](int token) {
+        return test::raw_sql(t, "SELECT count() FROM `" + schema + "`.`state_grant` WHERE token = " +
+                                    std::to_string(token));
+    };
+    const std::string key = "sha256:" + detail::sha256_hex("job") + "/1";
+    auto mine = stm.claim_grant("job", 1, "A", 5000, key, 0, 1000);
+    CHECK(written(mine) == 1);                                        // free: the grant lands
+    CHECK(written(mine) == 0);                                        // resent: same token, same bytes
+    CHECK(written(stm.claim_grant("job", 1, "B", 5000, key, 0, 1000)) == 0); // max(token) is 1 now: refused
+    CHECK(written(stm.claim_grant("job", 2, "B", 9000, "sha256:x/2", 1, 1000)) == 0); // token 1 unexpired at 1000
+    CHECK(rows_of_token(1) == "1\n");
+    CHECK(rows_of_token(2) == "0\n");
+    CHECK(written(stm.claim_grant("job", 2, "B", 9000, "sha256:x/2", 1, 6000)) == 1); // expired at 6000
+    // The same token with other bytes: dropped as a duplicate, yet counted.
+    const auto counted = written(stm.insert_grant_event("job", 2, "C", "grant", 9000, "sha256:x/2"));
+    CHECK(rows_of_token(2) == "1\n");
+    MESSAGE("chDB counts a deduplicated block of other bytes as written: " << counted);
+}
+
 } // TEST_SUITE
 } // namespace embedded_strict

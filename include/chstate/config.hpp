@@ -142,6 +142,12 @@ struct lock_options {
     /// elsewhere (a Python Meltano process on the same server only honours
     /// the seed's lock table).
     lock_mode mode = lock_mode::automatic;
+    /// strict: the most the clocks of the processes sharing a lock may
+    /// differ. A rival takes an expired grant over by its own clock, so a
+    /// fenced write whose reply arrives at least this long before the
+    /// lease's expiry (by ours) is confirmed without reading the grant
+    /// table again; a later reply is confirmed by that read.
+    duration clock_skew = 1s;
 };
 
 /// What a write's version (the state table's ReplacingMergeTree column

@@ -13,6 +13,8 @@
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -149,7 +151,16 @@ detail::clickhouse_category_impl::default_error_condition(int ev) const noexcept
 /// message, or what chstate was doing. Never contains credentials.
 struct diagnostics {
     std::string message;
-    void clear() noexcept { message.clear(); }
+    /// Rows the last statement wrote, after deduplication and the WHERE of
+    /// an INSERT … SELECT, as the engine counted them; set by transports
+    /// that know it exactly (the embedded engine, the simulator), else empty.
+    /// The strict lock uses it to learn a conditional INSERT's outcome
+    /// without reading the grant table back.
+    std::optional<std::uint64_t> written_rows;
+    void clear() noexcept {
+        message.clear();
+        written_rows.reset();
+    }
 };
 
 /// The exception thrown by the blocking calls.

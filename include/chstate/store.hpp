@@ -802,6 +802,8 @@ private:
     struct grant_ref {
         std::string lock_id;
         std::uint64_t token = 0;
+        /// strict: the expiry this store wrote (its clock, ms); 0 = unknown.
+        std::uint64_t expires_ms = 0;
     };
 
     /// What set(lease, s) needs of a lease, copied before the operation starts.
@@ -834,11 +836,26 @@ private:
 
     /// A write under a grant: seed_compatible (token 0) a plain set; strict
     /// an INSERT conditional on the grant, then the grant read again.
+    /// When the engine counts written rows: none means the fence refused
+    /// the write (lock_lost, certainly not landed); one whose reply came
+    /// back a clock_skew before the expiry we wrote needs no read, since
+    /// no rival can have taken the grant over before it landed.
     op<> fenced_set(const state& s, const grant_ref& held, diagnostics& diag) {
         if (held.token == 0)
             co_return co_await set_impl(s, diag);
         if (auto [ec] = co_await set_impl(s, diag, held.token); ec)
             co_return std::tuple{ec};
+        if (diag.written_rows && *diag.written_rows == 0) {
+            auto [ec, why] = co_await grant_lost_reason(s.state_id, held, false, diag);
+            if (ec)
+                co_return std::tuple{ec};
+            diag.message = "lock for state_id " + s.state_id + " (fencing token " + std::to_string(held.token) +
+                           ") is no longer held" + (why.empty() ? std::string() : ": " + why) +
+                           "; the server refused the write";
+            co_return std::tuple{make_error_code(errc::lock_lost)};
+        }
+        if (diag.written_rows && held.expires_ms != 0 && now_ms() + skew_ms() < held.expires_ms)
+            co_return std::tuple{error_code{}};
         co_return co_await confirm_grant(s.state_id, held, "write", diag);
     }
 
@@ -1270,6 +1287,10 @@ private:
         if (fence != 0) { // strict: a release row for our token (harmless once superseded)
             auto stm = stmts_snapshot();
             auto [ec] = co_await execute(release_event(id, fence, lock_id), diag);
+            if (ec)
+                forget_free_token(id);
+            else
+                remember_free_token(id, fence);
             // Every grant_prune_interval-th token, drop the id's older events
             // (~2 rows per grant); the newest token's stay, so tokens keep
             // increasing. A failed prune only leaves rows for the next one.
@@ -1362,6 +1383,39 @@ private:
         co_return std::tuple{error_code{}, true};
     }
 
+    /// The newest token of `id` this store last released (and so believes
+    /// free): its next acquire claims the following token without reading
+    /// first. Only where the engine counts written rows, which tell a wrong
+    /// guess at once; bounded, and forgotten on any doubt.
+    std::optional<std::uint64_t> free_token_hint(const std::string& id) {
+        std::lock_guard lk(mutex_);
+        auto it = free_tokens_.find(id);
+        if (it == free_tokens_.end())
+            return std::nullopt;
+        return it->second;
+    }
+    void remember_free_token(const std::string& id, std::uint64_t token) {
+        if (!counts_written_rows_.load())
+            return;
+        std::lock_guard lk(mutex_);
+        if (free_tokens_.size() >= 1024 && !free_tokens_.count(id))
+            free_tokens_.clear();
+        free_tokens_[id] = token;
+    }
+    void forget_free_token(const std::string& id) {
+        std::lock_guard lk(mutex_);
+        free_tokens_.erase(id);
+    }
+
+    std::uint64_t skew_ms() const {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(options_.lock.clock_skew).count();
+        return ms < 0 ? 0 : static_cast<std::uint64_t>(ms);
+    }
+
+    static bool is_free(const std::optional<grant_row>& latest, std::uint64_t now) {
+        return !latest || latest->released || latest->expires_ms < now;
+    }
+
     op<grant_ref> acquire_strict(const std::string& id, diagnostics& diag) {
         co_await asio::this_coro::throw_if_cancelled(false);
         const lock_options& lo = options_.lock;
@@ -1372,33 +1426,69 @@ private:
         // that token is dropped too. Racers all find it vacant and move on
         // to the next token together, where deduplication decides again.
         std::uint64_t vacant_token = 0;
+        // The id's newest token, believed free: from our last release of it
+        // (no read first), or read just now.
+        std::optional<std::uint64_t> basis = free_token_hint(id);
+        int immediate = 0; // claims retried without waiting
         for (;;) {
             auto stm = stmts_snapshot();
-            auto [ec, latest] = co_await grant_latest(id, diag);
-            if (ec)
-                co_return std::tuple{ec, grant_ref{}};
-            if (!latest || latest->released || latest->expires_ms < now_ms()) {
-                const std::uint64_t next = std::max(latest ? latest->token + 1 : 1, vacant_token + 1);
+            if (!basis) {
+                auto [ec, latest] = co_await grant_latest(id, diag);
+                if (ec)
+                    co_return std::tuple{ec, grant_ref{}};
+                if (is_free(latest, now_ms()))
+                    basis = latest ? latest->token : 0;
+            }
+            if (basis) {
+                const std::uint64_t next = std::max(*basis + 1, vacant_token + 1);
                 std::string mine = detail::random_uuid();
-                std::tie(ec) = co_await execute(
-                    stm->insert_grant_event(id, next, mine, "grant", now_ms() + ttl_ms(), grant_event_key(id, next, "")),
-                    diag);
+                const std::uint64_t expires = now_ms() + ttl_ms();
+                auto [ec] = co_await execute(
+                    stm->claim_grant(id, next, mine, expires, grant_event_key(id, next, ""), *basis, now_ms()), diag);
                 if (ec) { // the row may have landed: give it back if it is ours
+                    forget_free_token(id);
                     co_await withdraw_strict(id, next, mine);
                     co_return std::tuple{ec, grant_ref{}};
                 }
-                bool vacant = false;
-                auto [hec, won] = co_await holds(id, next, mine, diag, &vacant);
-                if (hec) {
-                    co_await withdraw_strict(id, next, mine);
-                    co_return std::tuple{hec, grant_ref{}};
-                }
-                if (won)
-                    co_return std::tuple{error_code{}, grant_ref{std::move(mine), next}};
-                if (vacant) {
-                    vacant_token = next;
-                    if (clock_.now() < deadline)
-                        continue; // try the next token now
+                if (diag.written_rows)
+                    counts_written_rows_ = true;
+                if (diag.written_rows && *diag.written_rows == 0) {
+                    // Nothing written: the check inside the INSERT failed (a
+                    // rival took a token, or our guess was stale), or this
+                    // is our own INSERT resent after a lost reply and
+                    // deduplicated. The newest event tells which.
+                    forget_free_token(id);
+                    auto [lec, latest] = co_await grant_latest(id, diag);
+                    if (lec)
+                        co_return std::tuple{lec, grant_ref{}};
+                    if (latest && latest->token == next && latest->lock_id == mine && !latest->released)
+                        co_return std::tuple{error_code{}, grant_ref{std::move(mine), next, expires}};
+                    basis.reset();
+                    if (is_free(latest, now_ms())) {
+                        basis = latest ? latest->token : 0;
+                        if (clock_.now() < deadline && ++immediate <= 8)
+                            continue;
+                    }
+                } else {
+                    // Written, or not counted. A count of one does not say the
+                    // row survived: the engine counts a block it then drops as
+                    // a duplicate of a rival's grant (chDB 26.5 does), so read
+                    // back who holds the token.
+                    bool vacant = false;
+                    auto [hec, won] = co_await holds(id, next, mine, diag, &vacant);
+                    if (hec) {
+                        co_await withdraw_strict(id, next, mine);
+                        co_return std::tuple{hec, grant_ref{}};
+                    }
+                    if (won)
+                        co_return std::tuple{error_code{}, grant_ref{std::move(mine), next, expires}};
+                    forget_free_token(id);
+                    basis.reset();
+                    if (vacant) {
+                        vacant_token = next;
+                        if (clock_.now() < deadline)
+                            continue; // try the next token now
+                    }
                 }
             }
             if (clock_.now() >= deadline) {
@@ -1408,6 +1498,8 @@ private:
             auto [wait_ec] = co_await wait(lo.retry_interval);
             if (wait_ec)
                 co_return std::tuple{wait_ec, grant_ref{}};
+            basis.reset();
+            immediate = 0;
         }
     }
 
@@ -1510,6 +1602,9 @@ private:
     /// withdrawal that failed); guarded by mutex_. withdraw_orphans() gives
     /// them back before the next operation's statements.
     std::vector<orphan_lock> orphans_;
+    /// strict: per id, the newest token this store released (free_token_hint).
+    std::unordered_map<std::string, std::uint64_t> free_tokens_;
+    std::atomic<bool> counts_written_rows_{false}; ///< the transport reported written rows
     bool strict_ = false;             ///< set once by ready(), with stmts_
     bool strict_unsupported_ = false; ///< lock_mode::strict on a server without it
 };

@@ -405,6 +405,34 @@ public:
                 {}, {}, true /* resending is safe: the token deduplicates it */};
     }
 
+    /// A conditional grant of `token` to `lock_id`: written only while the
+    /// id's newest token is `newest` and that token is free at `now_ms` —
+    /// released, or none of its grant rows expires at or after `now_ms`
+    /// (`newest` = 0: the id has no grant yet). The check runs inside the
+    /// INSERT, so a renewal or rival grant that committed before it is seen;
+    /// of rivals that pass it together, deduplication keeps one row. The
+    /// written-rows count (diagnostics::written_rows) then says who won:
+    /// 1 for the grant that landed, 0 for a deduplicated or refused one.
+    statement claim_grant(std::string_view id, std::uint64_t token, std::string_view lock_id,
+                          std::uint64_t expires_ms, std::string_view dedup, std::uint64_t newest,
+                          std::uint64_t now_ms) const {
+        const std::string of_newest = " FROM " + t_.grant + " WHERE state_id = {state_id:String} AND token = " +
+                                      std::to_string(newest);
+        return {"INSERT INTO " + t_.grant + " (state_id, token, lock_id, kind, expires_ms) SETTINGS" +
+                    " insert_deduplication_token = " + quote_string(dedup) +
+                    " SELECT {state_id:String}, {token:UInt64}, {lock_id:String}, {kind:String}, {expires_ms:UInt64}"
+                    " WHERE (SELECT max(token) FROM " + t_.grant + " WHERE state_id = {state_id:String}) = " +
+                    std::to_string(newest) + " AND ((SELECT count()" + of_newest + " AND kind = 'release') > 0 OR" +
+                    " (SELECT count()" + of_newest + " AND kind = 'grant' AND expires_ms >= " + std::to_string(now_ms) +
+                    ") = 0)",
+                {string_param("state_id", std::string(id)),
+                 {"token", "UInt64", std::to_string(token)},
+                 string_param("lock_id", std::string(lock_id)),
+                 string_param("kind", "grant"),
+                 {"expires_ms", "UInt64", std::to_string(expires_ms)}},
+                {}, {}, true /* resending is safe: the token deduplicates it */};
+    }
+
     /// Removes the id's grant events older than `token` (every holder of
     /// them has been superseded); the newest token's rows stay, so tokens
     /// keep increasing.

@@ -93,6 +93,7 @@ public:
         const char* (*result_error)(result*);
         void (*destroy_query_result)(result*);
         void (*set_signal_handlers_enabled)(int); // optional (chDB ≥ 26.3)
+        std::uint64_t (*result_rows_written)(result*); // optional: rows an INSERT wrote, after deduplication
     };
 
     /// Loads the library (once per process) and opens `options.path`.
@@ -255,6 +256,8 @@ private:
             sym(a.destroy_query_result, "chdb_destroy_query_result");
             a.set_signal_handlers_enabled =
                 reinterpret_cast<void (*)(int)>(::dlsym(handle, "chdb_set_signal_handlers_enabled"));
+            a.result_rows_written =
+                reinterpret_cast<std::uint64_t (*)(api::result*)>(::dlsym(handle, "chdb_result_rows_written"));
             if (!ok)
                 continue; // the library stays loaded; harmless
             loaded = a;
@@ -317,6 +320,10 @@ private:
                                                       names_p.data(), names_n.data(), values_p.data(),
                                                       values_n.data(), n);
             error_code ec = check(r, diag);
+            // 0 for a deduplicated block or an INSERT … SELECT that selected
+            // nothing (measured on chDB 26.5; the strict lock relies on it).
+            if (!ec && r && api_.result_rows_written)
+                diag.written_rows = api_.result_rows_written(r);
             if (!ec && api_.result_length(r) > 0)
                 ec = sink(std::string_view(api_.result_buffer(r), api_.result_length(r)));
             api_.destroy_query_result(r);

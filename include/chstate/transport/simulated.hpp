@@ -296,15 +296,22 @@ struct table {
     std::int64_t ttl_ms = 0;
     std::int64_t dedup_window = 0;
     std::vector<std::string> dedup_log;
+    /// The bytes of each remembered block (absent: recorded without a block).
+    std::map<std::string, std::string> dedup_bytes;
     std::vector<part> parts;
     std::vector<expr> mutations;
     bool merges_stopped = false; ///< SYSTEM STOP MERGES
 
     /// Records a block's deduplication token; the oldest falls out of the window.
-    void remember_token(std::string token) {
+    void remember_token(std::string token, std::optional<std::string> bytes = std::nullopt) {
+        if (bytes)
+            dedup_bytes[token] = std::move(*bytes);
         dedup_log.push_back(std::move(token));
-        if (static_cast<std::int64_t>(dedup_log.size()) > dedup_window)
+        if (static_cast<std::int64_t>(dedup_log.size()) > dedup_window) {
+            if (std::find(dedup_log.begin() + 1, dedup_log.end(), dedup_log.front()) == dedup_log.end())
+                dedup_bytes.erase(dedup_log.front());
             dedup_log.erase(dedup_log.begin());
+        }
     }
 
     std::optional<std::size_t> find(std::string_view col) const {
@@ -523,6 +530,7 @@ private:
         std::vector<std::string> chunks;
         diagnostics local;
         error_code ec = execute_chunks(r.stmt, chunks, local);
+        r.diag->written_rows = local.written_rows;
         if (!ec) {
             for (auto& c : chunks) {
                 if (auto sec = r.sink(c)) {
@@ -541,6 +549,7 @@ private:
             std::lock_guard lk(mutex_);
             parser p(*this, stmt);
             p.run(chunks);
+            diag.written_rows = p.written_rows; // as the engine counts them
             return {};
         } catch (const sim_error& e) {
             diag.message = e.message;
@@ -816,6 +825,7 @@ private:
         const statement& stmt;
         std::vector<token> toks;
         std::size_t i = 0;
+        std::uint64_t written_rows = 0; ///< rows INSERTed (after deduplication)
 
         parser(simulated_clickhouse& sv, const statement& st) : s(sv), stmt(st), toks(detail::sim::tokenize(st.sql)) {}
 
@@ -1296,11 +1306,26 @@ private:
                 }
             } else
                 unsupported();
-            if (auto it = settings.find("insert_deduplication_token"); it != settings.end() && t.dedup_window > 0) {
+            // An INSERT of no rows (a SELECT whose WHERE is false) makes no
+            // block, so it leaves no deduplication token.
+            if (auto it = settings.find("insert_deduplication_token");
+                it != settings.end() && t.dedup_window > 0 && !given.empty()) {
                 std::string tok = it->second.s;
-                if (std::find(t.dedup_log.begin(), t.dedup_log.end(), tok) != t.dedup_log.end())
-                    return; // dropped, reported as success
-                t.remember_token(std::move(tok));
+                std::string bytes;
+                for (auto& g : given)
+                    for (auto& v : g)
+                        bytes += std::to_string(int(v.kind)) + ':' + std::to_string(v.s.size()) + ':' + v.s + ':' +
+                                 std::to_string(v.n) + ';';
+                if (std::find(t.dedup_log.begin(), t.dedup_log.end(), tok) != t.dedup_log.end()) {
+                    // Dropped, reported as success. As chDB 26.5 counts it:
+                    // the same bytes again are not written; other bytes are
+                    // counted as written, then dropped at the commit.
+                    auto same = t.dedup_bytes.find(tok);
+                    if (same == t.dedup_bytes.end() || same->second != bytes)
+                        written_rows += given.size();
+                    return;
+                }
+                t.remember_token(std::move(tok), std::move(bytes));
             }
             detail::sim::part p;
             for (auto& g : given) {
@@ -1323,6 +1348,7 @@ private:
                 r.seq = ++s.seq_;
                 p.rows.push_back(std::move(r));
             }
+            written_rows += p.rows.size();
             if (!p.rows.empty())
                 t.parts.push_back(std::move(p));
         }
