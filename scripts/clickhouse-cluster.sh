@@ -166,20 +166,8 @@ rdir() { echo "$DIR/r$1"; }
 
 # --- ports ------------------------------------------------------------------
 
-# Every TCP port some local socket is bound to (any state but TIME_WAIT);
-# the same reading as clickhouse-server.sh's.
-used_ports() {
-  local f
-  for f in /proc/net/tcp /proc/net/tcp6; do
-    [[ -r $f ]] || continue
-    awk 'function hex(s,  i, n) { n = 0
-           for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789ABCDEF", toupper(substr(s, i, 1))) - 1
-           return n }
-         NR > 1 && $4 != "06" { split($2, a, ":"); print hex(a[2]) }' "$f"
-  done
-}
-
-port_is_free() { ! used_ports | grep -qx "$1"; }
+# used_ports, port_is_free (shared with clickhouse-server.sh)
+source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
 # pick_ports: 4*N + 1 distinct free ports (replicas, then ZooKeeper).
 pick_ports() {
