@@ -91,6 +91,14 @@ TEST_CASE("embedded: strict lock torture, 8 threads on separate stores, real clo
     CHECK(r.last_token == std::uint64_t(2 * K * M + 1)); // every grant took the next token, none was lost
 }
 
+/// A fresh schema with the strict lock's grant table; its statements.
+inline detail::statements make_grant_table(chdb_transport& t, const std::string& schema) {
+    test::raw_sql(t, "CREATE DATABASE IF NOT EXISTS `" + schema + "`");
+    detail::statements stm(detail::table_names(schema, "state"), detail::server_features::from_version("24.1"));
+    test::raw_sql(t, stm.create_grant_table().sql);
+    return stm;
+}
+
 TEST_CASE("embedded: strict grants race on one token: exactly one winner per round") {
     // The atomicity claim itself: several threads insert the same
     // (state_id, token) grant with the same deduplication token at once;
@@ -98,9 +106,7 @@ TEST_CASE("embedded: strict grants race on one token: exactly one winner per rou
     auto engine = embedded_tests::shared_engine();
     chdb_transport t(engine);
     const std::string schema = test::unique_schema("dedup");
-    test::raw_sql(t, "CREATE DATABASE IF NOT EXISTS `" + schema + "`");
-    detail::statements stm(detail::table_names(schema, "state"), detail::server_features::from_version("24.1"));
-    test::raw_sql(t, stm.create_grant_table().sql);
+    const detail::statements stm = make_grant_table(t, schema);
     const int threads = 8, rounds = 20;
     for (int r = 1; r <= rounds; ++r) {
         std::vector<std::thread> ts;
@@ -129,9 +135,7 @@ TEST_CASE("embedded: written_rows, as the strict lock reads it") {
     auto engine = embedded_tests::shared_engine();
     chdb_transport t(engine);
     const std::string schema = test::unique_schema("written");
-    test::raw_sql(t, "CREATE DATABASE IF NOT EXISTS `" + schema + "`");
-    detail::statements stm(detail::table_names(schema, "state"), detail::server_features::from_version("24.1"));
-    test::raw_sql(t, stm.create_grant_table().sql);
+    const detail::statements stm = make_grant_table(t, schema);
     auto written = [&](const statement& s) {
         diagnostics d;
         t.async_execute(s, [](std::string_view) { return error_code{}; }, d, asio::use_future).get();
