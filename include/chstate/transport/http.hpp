@@ -94,7 +94,7 @@
 // verification on; the CAs trusted are ca_file's (a PEM bundle) if given,
 // else only the system's default paths (which OpenSSL lets SSL_CERT_FILE /
 // SSL_CERT_DIR replace). The name
-// checked is http_options::host, by OpenSSL's own check during the
+// checked is the endpoint's host (http_options::host for the first), by OpenSSL's own check during the
 // handshake: a DNS name against the certificate's DNS names, an IP address
 // (sent without SNI) against its IP addresses only. A certificate that does
 // not verify fails the handshake before any request byte is sent:
