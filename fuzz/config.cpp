@@ -7,7 +7,7 @@
 // Properties:
 //   * the error_code forms never throw; the throwing form throws only chstate::error;
 //   * a parsed config holds no control character in any setting that
-//     becomes a header, URL or path; schema and table are non-empty; an
+//     becomes a header, URL or path (every endpoint's host included); schema and table are non-empty; an
 //     HTTP config has a user, a host and a database; timeouts are in (0, 7 days];
 //   * redacted_uri does not depend on the password (so never contains it)
 //     and holds no control character;
@@ -43,6 +43,12 @@ void check_invariants(const config& c, std::string_view input) {
         FUZZ_CHECK(!has_control_character(c.password), where);
         FUZZ_CHECK(!has_control_character(c.database), where);
         FUZZ_CHECK(c.port != 0, where);
+        // Several endpoints: the first is host:port, none holds a control character or port 0.
+        FUZZ_CHECK(!c.endpoints.empty() && c.endpoints.front().host == c.host && c.endpoints.front().port == c.port,
+                   where);
+        for (const auto& e : c.endpoints)
+            FUZZ_CHECK(!e.host.empty() && !has_control_character(e.host) && e.port != 0,
+                       where + " endpoint " + fuzz::show(e.host));
     }
     constexpr auto week = std::chrono::milliseconds(7ll * 24 * 3600 * 1000);
     for (auto d : {c.connect_timeout, c.request_timeout,

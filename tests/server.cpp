@@ -29,6 +29,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1106,3 +1107,214 @@ TEST_CASE("versions: a writer whose clock lags still supersedes the write it fol
 
 // ---- the fault suite ---------------------------------------------------------
 #include "fault_cases.ipp"
+
+// ---- failover: several endpoints for one store -------------------------------
+
+TEST_SUITE("server") {
+using namespace server_tests;
+
+namespace failover_support {
+inline bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
+/// A loopback TCP port nothing listens on (bound, then closed).
+inline std::uint16_t closed_loopback_port() {
+    asio::io_context io;
+    asio::ip::tcp::acceptor a(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    const auto port = a.local_endpoint().port();
+    a.close();
+    return port;
+}
+
+/// clickhouse://user:password@E1,E2,…/default with the suite's credentials.
+inline std::string uri_for(const std::vector<std::string>& endpoints) {
+    std::string uri = "clickhouse://" + env().user + ":" + env().password + "@";
+    for (std::size_t i = 0; i < endpoints.size(); ++i)
+        uri += (i ? "," : "") + endpoints[i];
+    return uri + "/default";
+}
+
+/// A second private 18.16 server (scripts/clickhouse-server.sh in its own
+/// folder) with the first one's user and password; started on first use,
+/// started again by each call after a kill, stopped at exit.
+struct second_server {
+    std::string dir;
+    std::uint16_t port = 0;
+    ~second_server() {
+        if (dir.empty())
+            return;
+        std::string line = "bash '" CHSTATE_SOURCE_DIR "/scripts/clickhouse-server.sh' stop '" + dir +
+                           "' >/dev/null 2>&1; rm -rf '" + dir + "'";
+        (void)std::system(line.c_str());
+    }
+    void script(const std::string& cmd) {
+        std::string line = "bash '" CHSTATE_SOURCE_DIR "/scripts/clickhouse-server.sh' " + cmd + " '" + dir +
+                           "' >/dev/null";
+        if (int rc = std::system(line.c_str()); rc != 0)
+            throw std::runtime_error("'" + line + "' failed with status " + std::to_string(rc));
+    }
+    void start() {
+        if (dir.empty()) {
+            char tmpl[] = "/tmp/chstate-failover.XXXXXX";
+            if (!::mkdtemp(tmpl))
+                throw std::runtime_error("mkdtemp failed");
+            dir = tmpl;
+            const std::string pw = dir + "/password";
+            std::ofstream(pw) << env().password; // the same credentials as the first server
+            ::chmod(pw.c_str(), 0600);
+        }
+        script("start");
+        std::ifstream in(dir + "/env");
+        std::string line;
+        while (std::getline(in, line)) {
+            const std::string key = "CHSTATE_TEST_HTTP_PORT=";
+            if (auto at = line.find(key); at != std::string::npos)
+                port = static_cast<std::uint16_t>(std::stoi(line.substr(at + key.size())));
+        }
+        if (port == 0)
+            throw std::runtime_error(dir + "/env names no CHSTATE_TEST_HTTP_PORT");
+    }
+};
+
+inline second_server& second() {
+    static second_server s;
+    s.start();
+    return s;
+}
+} // namespace failover_support
+using failover_support::contains;
+
+TEST_CASE("failover: a store over a closed port and the server → every operation succeeds on the second") {
+    require_server();
+    const auto dead = failover_support::closed_loopback_port();
+    const auto c = config::from_uri(failover_support::uri_for(
+        {"127.0.0.1:" + std::to_string(dead), env().host + ":" + std::to_string(env().port)}));
+    REQUIRE(c.endpoints.size() == 2);
+    CHECK_FALSE(contains(c.redacted_uri(), env().password));
+    auto o = make_http_options(c);
+    o.connect_timeout = 5s;
+    http_transport t(threads().get_executor(), o);
+    store_options so;
+    so.schema = test::unique_schema("failover_closed_first");
+    basic_state_store<http_transport> store(t, so);
+    store.set(state{"a", json::object{{"v", 1}}, {}});
+    CHECK(store.get("a")->partial_state.at("v").as_int64() == 1);
+    CHECK(t.failovers() == 1);
+    CHECK(t.current_endpoint() == 1);
+    store.set(state{"a", json::object{{"v", 2}}, {}});
+    CHECK(store.get("a")->partial_state.at("v").as_int64() == 2);
+    CHECK(store.state_ids().size() == 1);
+    CHECK(t.failovers() == 1); // the second endpoint stays current
+}
+
+TEST_CASE("failover: both endpoints dead → connection_failed naming both, never the password") {
+    require_server();
+    const auto a = failover_support::closed_loopback_port(), b = failover_support::closed_loopback_port();
+    const auto c = config::from_uri(
+        failover_support::uri_for({"127.0.0.1:" + std::to_string(a), "127.0.0.1:" + std::to_string(b)}));
+    auto o = make_http_options(c);
+    o.connect_timeout = 2s;
+    http_transport t(threads().get_executor(), o);
+    diagnostics diag;
+    auto ec = try_sql(t, "SELECT 1", diag);
+    INFO(diag.message);
+    CHECK(ec == errc::connection_failed);
+    CHECK(contains(diag.message, "127.0.0.1:" + std::to_string(a)));
+    CHECK(contains(diag.message, "127.0.0.1:" + std::to_string(b)));
+    CHECK_FALSE(contains(diag.message, env().password));
+    store_options so;
+    so.schema = test::unique_schema("failover_dead");
+    basic_state_store<http_transport> store(t, so);
+    try {
+        (void)store.get("x");
+        FAIL("get on two dead endpoints succeeded");
+    } catch (const std::exception& e) {
+        const std::string what = e.what();
+        INFO(what);
+        CHECK(contains(what, "127.0.0.1:" + std::to_string(a)));
+        CHECK(contains(what, "127.0.0.1:" + std::to_string(b)));
+        CHECK_FALSE(contains(what, env().password));
+    }
+}
+
+TEST_CASE("failover: a server killed mid-run → the next statement fails over to the other endpoint") {
+    require_server();
+    auto& second = failover_support::second();
+    store_options so;
+    so.schema = test::unique_schema("failover_killed");
+    { // the tables on the first server too, where the store will land
+        http_transport direct(threads().get_executor(), server_options());
+        basic_state_store<http_transport>(direct, so).ensure_schema();
+    }
+    auto o = server_options();
+    o.host = "127.0.0.1";
+    o.port = second.port;
+    o.endpoints = {{"127.0.0.1", second.port}, {env().host, env().port}};
+    o.connect_timeout = 5s;
+    http_transport t(threads().get_executor(), o);
+    basic_state_store<http_transport> store(t, so);
+    store.set(state{"k", json::object{{"v", 1}}, {}});
+    CHECK(store.get("k")->partial_state.at("v").as_int64() == 1);
+    CHECK(t.failovers() == 0);
+    CHECK(t.current_endpoint() == 0);
+    second.script("kill");
+    store.set(state{"k", json::object{{"v", 2}}, {}}); // its kept-alive connection is dead, the port closed
+    CHECK(t.failovers() == 1);
+    CHECK(t.current_endpoint() == 1);
+    CHECK(store.get("k")->partial_state.at("v").as_int64() == 2);
+    CHECK(store.state_ids() == std::vector<std::string>{"k"});
+    CHECK(t.failovers() == 1);
+}
+
+TEST_CASE("failover: a non-idempotent write whose reply is lost is outcome_unknown and not re-sent") {
+    require_server();
+    auto& second = failover_support::second();
+    const std::string db = test::unique_schema("failover_lost");
+    http_transport direct(threads().get_executor(), server_options());
+    http_transport other_direct(threads().get_executor(), [&] {
+        auto o = server_options();
+        o.port = second.port;
+        return o;
+    }());
+    for (auto* d : {&direct, &other_direct}) {
+        run_sql(*d, "CREATE DATABASE IF NOT EXISTS " + db);
+        run_sql(*d, "CREATE TABLE " + db + ".w (x UInt8) ENGINE = Log");
+    }
+    auto o = server_options();
+    o.host = "127.0.0.1";
+    o.port = second.port;
+    o.endpoints = {{"127.0.0.1", second.port}, {env().host, env().port}};
+    o.connect_timeout = 5s;
+    http_transport t(threads().get_executor(), o);
+    // 18.16: sleep(3) holds the INSERT for 3 s, the server is killed meanwhile.
+    diagnostics diag;
+    auto pending = std::async(std::launch::async, [&] {
+        return test::run_statement(t, statement{"INSERT INTO " + db + ".w SELECT sleep(3)", {}, {}, {}, false}, diag);
+    });
+    std::this_thread::sleep_for(1s);
+    second.script("kill");
+    const auto ec = pending.get();
+    INFO(diag.message);
+    CHECK(ec == errc::outcome_unknown);
+    CHECK(t.failovers() == 0);
+    CHECK(t.current_endpoint() == 0);
+    CHECK(run_sql(direct, "SELECT count() FROM " + db + ".w") == "0\n"); // never re-sent to the first server
+    CHECK_FALSE(contains(diag.message, env().password));
+    // An idempotent read lost the same way moves on and is answered.
+    second.start();
+    std::string out;
+    diagnostics rdiag;
+    auto read = std::async(std::launch::async, [&] {
+        return test::run_statement(t, statement{"SELECT sleep(3) + 7", {}, "TabSeparated", {}, true}, rdiag, &out);
+    });
+    std::this_thread::sleep_for(1s);
+    second.script("kill");
+    const auto rec = read.get();
+    INFO(rdiag.message);
+    CHECK_FALSE(rec);
+    CHECK(out == "7\n");
+    CHECK(t.failovers() == 1);
+    CHECK(t.current_endpoint() == 1);
+    run_sql(direct, "DROP DATABASE " + db);
+}
+
+} // TEST_SUITE("server")

@@ -6,6 +6,13 @@
 //       missing. Port defaults to 8123 (1–65535). An IPv6 host is written
 //       in brackets, clickhouse://u:p@[::1]:8123/db; config::host holds it
 //       without them ("::1").
+//   clickhouse://user:password@h1:p1,h2:p2,[::1]:p3/database?…
+//       Several endpoints of one store, tried in order with failover
+//       (transport/http.hpp). Each host is validated exactly as a single
+//       one is; the first is also config::host/port, all are in
+//       config::endpoints. A ',' separates hosts only in the authority
+//       (never inside brackets; "%2C" is not a separator and no host name
+//       holds one).
 //   chdb:///absolute/dir      chdb:relative/dir
 //       The embedded engine (chDB), storing its data in that folder so
 //       state survives restarts. chdb://dir/… (a URI authority) is refused:
@@ -17,7 +24,10 @@
 //
 // config::from_environment() reads MELTANO_STATE_BACKEND_URI, then the
 // overrides MELTANO_STATE_BACKEND_CLICKHOUSE_{HOST,PORT,DATABASE,USER,
-// PASSWORD,SECURE,CA_FILE,SCHEMA,TABLE}, which win over the URI. Error
+// PASSWORD,SECURE,CA_FILE,SCHEMA,TABLE}, which win over the URI. HOST may
+// be a comma-separated list, "h1:p1,h2,[::1]:p3": a host without its own
+// port takes PORT (else the URI's first port, else 8123); it replaces every
+// endpoint of the URI. PORT alone sets every endpoint's port. Error
 // messages never contain the password.
 //
 // No setting may contain a control character (0x00–0x1F, 0x7F): user,
@@ -104,6 +114,39 @@ inline std::string host_port(std::string_view host, std::uint16_t port) {
     }
     out += ':';
     out += std::to_string(port);
+    return out;
+}
+
+} // namespace detail
+
+/// One server of a store: a host (an IPv6 literal without brackets) and a port.
+struct endpoint {
+    std::string host;
+    std::uint16_t port = 8123;
+    friend bool operator==(const endpoint&, const endpoint&) = default;
+};
+
+namespace detail {
+
+/// Every endpoint in order: `host`:`port` first (they win over a stale
+/// list[0]), then list[1…]. An empty list is host:port alone.
+inline std::vector<endpoint> endpoint_list(const std::string& host, std::uint16_t port,
+                                           const std::vector<endpoint>& list) {
+    std::vector<endpoint> out;
+    out.push_back({host, port});
+    for (std::size_t i = 1; i < list.size(); ++i)
+        out.push_back(list[i]);
+    return out;
+}
+
+/// "h1:p1,h2:p2" with IPv6 hosts in brackets (for messages and logs).
+inline std::string endpoints_text(const std::vector<endpoint>& eps) {
+    std::string out;
+    for (const auto& e : eps) {
+        if (!out.empty())
+            out += ',';
+        out += host_port(e.host, e.port);
+    }
     return out;
 }
 
@@ -207,6 +250,11 @@ struct config {
     engine_kind engine = engine_kind::http;
     std::string host = "localhost";
     std::uint16_t port = 8123;
+    /// Every endpoint in order, for failover (a URI naming several hosts, or
+    /// a comma-separated MELTANO_STATE_BACKEND_CLICKHOUSE_HOST). endpoints[0]
+    /// is host:port; host and port win over it when they differ (a config
+    /// changed by hand). Empty: host:port alone. See all_endpoints().
+    std::vector<endpoint> endpoints;
     std::string database = "default";
     std::string user = "default";
     std::string password;
@@ -225,8 +273,76 @@ struct config {
     store_options store;
 
     /// Parses a clickhouse:// or chdb: URI. On failure sets ec to
-    /// errc::invalid_configuration and explains in diag.
+    /// errc::invalid_configuration and explains in diag. Several hosts,
+    /// clickhouse://u:p@h1:p1,h2:p2/db: each is parsed and validated as the
+    /// URI with that host alone; a refused one is named ("host 2 of 2").
     static config from_uri(std::string_view uri, error_code& ec, diagnostics& diag) {
+        ec = {};
+        const auto start = uri.find("//");
+        if (start != std::string_view::npos) {
+            std::string scheme(uri.substr(0, start));
+            std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                           [](unsigned char ch) { return std::tolower(ch); });
+            const std::size_t end = authority_end(uri);
+            const std::string_view auth = uri.substr(start + 2, end - (start + 2));
+            const auto at = auth.rfind('@');
+            // Only after a userinfo: without one (refused anyway) a ',' could
+            // be part of a password whose '/' was not percent-encoded.
+            if ((scheme == "clickhouse:" || scheme == "http:" || scheme == "https:") &&
+                at != std::string_view::npos && split_hosts(auth.substr(at + 1)).size() > 1) {
+                const auto pieces = split_hosts(auth.substr(at + 1));
+                const std::string head(uri.substr(0, start + 2 + at + 1)); // scheme://userinfo@
+                const std::string tail(uri.substr(end));                 // /db?…
+                config first;
+                std::vector<endpoint> eps;
+                for (std::size_t i = 0; i < pieces.size(); ++i) {
+                    const std::string which = "clickhouse URI: host " + std::to_string(i + 1) + " of " +
+                                              std::to_string(pieces.size());
+                    if (pieces[i].empty()) {
+                        ec = make_error_code(errc::invalid_configuration);
+                        diag.message = which + " is empty (hosts are separated by ',': "
+                                               "clickhouse://user:password@h1:p1,h2:p2/database)";
+                        return first;
+                    }
+                    config one = from_single_uri(head + std::string(pieces[i]) + tail, ec, diag);
+                    if (ec) {
+                        diag.message = which + " (\"" + printable(pieces[i], 100) + "\") is refused: " + diag.message;
+                        return one;
+                    }
+                    eps.push_back({one.host, one.port});
+                    if (i == 0)
+                        first = std::move(one);
+                }
+                first.endpoints = std::move(eps);
+                return first;
+            }
+        }
+        config c = from_single_uri(uri, ec, diag);
+        if (!ec && c.engine == engine_kind::http)
+            c.endpoints = {endpoint{c.host, c.port}};
+        return c;
+    }
+
+private:
+    /// The hosts of an authority's host part, split at each ',' outside brackets.
+    static std::vector<std::string_view> split_hosts(std::string_view hosts) {
+        std::vector<std::string_view> out;
+        std::size_t from = 0;
+        bool bracket = false;
+        for (std::size_t i = 0; i <= hosts.size(); ++i) {
+            if (i == hosts.size() || (hosts[i] == ',' && !bracket)) {
+                out.push_back(hosts.substr(from, i - from));
+                from = i + 1;
+            } else if (hosts[i] == '[') {
+                bracket = true;
+            } else if (hosts[i] == ']') {
+                bracket = false;
+            }
+        }
+        return out;
+    }
+
+    static config from_single_uri(std::string_view uri, error_code& ec, diagnostics& diag) {
         ec = {};
         config c;
         auto fail = [&](std::string msg) {
@@ -361,6 +477,7 @@ struct config {
         return c;
     }
 
+public:
     /// Throwing form.
     static config from_uri(std::string_view uri) {
         error_code ec;
@@ -402,15 +519,75 @@ struct config {
             field = std::move(*v);
             return true;
         };
-        if (!take("HOST", c.host, false))
+        // HOST: one host or a comma-separated list, each "host", "host:port",
+        // "[v6]", "[v6]:port" or a bare IPv6 literal ("::1").
+        const std::optional<std::string> hosts_value = get("HOST");
+        if (hosts_value && (ec = detail::check_no_control_characters(prefix + "HOST", *hosts_value, false, diag)))
             return c;
-        // "[::1]" as in a URI: the host is kept without brackets.
-        if (c.host.size() >= 2 && c.host.front() == '[' && c.host.back() == ']')
-            c.host = c.host.substr(1, c.host.size() - 2);
-        if (const char* why = host_problem(c.host))
-            return fail(prefix + "HOST \"" + printable(c.host, 100) + "\" " + why);
-        if (auto v = get("PORT"); v && !parse_port(*v, c.port))
-            return fail(prefix + "PORT is not a port number: \"" + printable(*v, 40) + "\" (expected 1–65535)");
+        std::vector<std::pair<endpoint, bool>> listed; // the endpoint, whether it gave its port
+        if (hosts_value) {
+            const auto items = split_hosts(*hosts_value);
+            for (std::size_t i = 0; i < items.size(); ++i) {
+                std::string_view item = items[i];
+                const std::string which = items.size() > 1 ? " (host " + std::to_string(i + 1) + " of " +
+                                                                 std::to_string(items.size()) + ")"
+                                                           : std::string();
+                if (item.empty() && items.size() > 1)
+                    return fail(prefix + "HOST" + which + " is empty (hosts are separated by ',': h1:p1,h2:p2)");
+                std::string_view h = item, port_given;
+                bool has_port = false;
+                if (item.size() >= 2 && item.front() == '[') {
+                    // "[::1]" as in a URI: the host is kept without brackets.
+                    const auto close = item.find(']');
+                    if (close != std::string_view::npos &&
+                        (close + 1 == item.size() || item[close + 1] == ':')) {
+                        h = item.substr(1, close - 1);
+                        if (close + 1 < item.size()) {
+                            has_port = true;
+                            port_given = item.substr(close + 2);
+                        }
+                    }
+                } else if (const auto colon = item.find(':');
+                           colon != std::string_view::npos && item.find(':', colon + 1) == std::string_view::npos &&
+                           colon + 1 < item.size() &&
+                           item.find_first_not_of("0123456789", colon + 1) == std::string_view::npos) {
+                    h = item.substr(0, colon); // host:port (a bare IPv6 literal has several ':')
+                    has_port = true;
+                    port_given = item.substr(colon + 1);
+                }
+                if (const char* why = host_problem(h))
+                    return fail(prefix + "HOST" + which + " \"" + printable(h, 100) + "\" " + why);
+                endpoint e{std::string(h), c.port};
+                if (has_port && !parse_port(port_given, e.port))
+                    return fail(prefix + "HOST" + which + " \"" + printable(item, 100) +
+                                "\" has an invalid port (expected 1–65535)");
+                listed.emplace_back(std::move(e), has_port);
+            }
+        }
+        std::optional<std::uint16_t> port_override;
+        if (auto v = get("PORT")) {
+            std::uint16_t p = 0;
+            if (!parse_port(*v, p))
+                return fail(prefix + "PORT is not a port number: \"" + printable(*v, 40) + "\" (expected 1–65535)");
+            port_override = p;
+        }
+        if (!listed.empty()) {
+            c.endpoints.clear();
+            for (auto& [e, gave_port] : listed) {
+                if (!gave_port && port_override)
+                    e.port = *port_override;
+                c.endpoints.push_back(std::move(e));
+            }
+        } else {
+            c.endpoints = c.all_endpoints();
+            if (port_override)
+                for (auto& e : c.endpoints)
+                    e.port = *port_override;
+        }
+        c.host = c.endpoints.front().host;
+        c.port = c.endpoints.front().port;
+        if (c.engine != engine_kind::http && c.endpoints.size() == 1 && listed.empty())
+            c.endpoints.clear(); // chdb: no endpoint (as from_uri leaves it)
         if (!take("DATABASE", c.database, false) || !take("USER", c.user, false) ||
             !take("PASSWORD", c.password, true))
             return c;
@@ -442,12 +619,16 @@ struct config {
         return c;
     }
 
-    /// The settings as a URI with the password replaced by "***", for logs.
+    /// Every endpoint in order: host:port, then endpoints[1…] (see endpoints).
+    std::vector<endpoint> all_endpoints() const { return detail::endpoint_list(host, port, endpoints); }
+
+    /// The settings as a URI with the password replaced by "***", for logs;
+    /// every endpoint, comma-separated.
     std::string redacted_uri() const {
         if (engine == engine_kind::embedded)
             return "chdb:" + embedded_path;
         return std::string("clickhouse://") + user + (password.empty() ? "" : ":***") + "@" +
-               detail::host_port(host, port) + "/" + database + (secure ? "?secure=true" : "");
+               detail::endpoints_text(all_endpoints()) + "/" + database + (secure ? "?secure=true" : "");
     }
 
     /// Names for the settings in check_http_settings' messages.
@@ -462,6 +643,11 @@ struct config {
     static error_code check_http_settings(const config& c, const setting_names& names, diagnostics& diag) {
         if (auto ec = detail::check_no_control_characters(names.host, c.host, false, diag))
             return ec;
+        for (std::size_t i = 1; i < c.endpoints.size(); ++i)
+            if (auto ec = detail::check_no_control_characters(
+                    std::string(names.host) + " (endpoint " + std::to_string(i + 1) + ")", c.endpoints[i].host, false,
+                    diag))
+                return ec;
         if (auto ec = detail::check_no_control_characters(names.user, c.user, false, diag))
             return ec;
         if (auto ec = detail::check_no_control_characters(names.password, c.password, true, diag))
@@ -486,8 +672,8 @@ private:
             return "is empty";
         if (host.find(':') != std::string_view::npos)
             return boost::urls::parse_ipv6_address(host) ? nullptr : "holds ':' but is not an IPv6 address";
-        if (host.find_first_of("/?#@[]\\ %") != std::string_view::npos)
-            return "is not a host name (it holds one of / ? # @ [ ] \\ % or a space)";
+        if (host.find_first_of("/?#@[]\\ %,") != std::string_view::npos)
+            return "is not a host name (it holds one of / ? # @ [ ] \\ % , or a space)";
         return nullptr;
     }
 

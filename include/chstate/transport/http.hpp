@@ -43,6 +43,27 @@
 // ClickHouse exception (its HTTP layer could not parse it: no query ran) is
 // sent again once on a fresh connection, whatever the statement.
 //
+// Failover (several endpoints: http_options::endpoints, from a URI naming
+// several hosts). A statement goes to the current endpoint (the one the
+// last statement connected to; the first at the start). When it cannot
+// connect there — resolve failure, refused, unreachable, the connect
+// timeout, a failed TLS handshake — it moves to the next endpoint, in
+// order and wrapping around, at most once per endpoint per statement; the
+// next endpoint becomes the current one for every later statement. When
+// the connection fails under a statement (a write or read error: the
+// server died or dropped it), it moves on only if the statement never
+// reached the wire or is stmt.idempotent, and no reply data was passed to
+// the sink yet; otherwise the error stands (a write whose request was sent
+// stays errc::outcome_unknown: never silently sent to a second server).
+// A request timeout, a cancellation and every answer of a server (an
+// exception, an HTTP error status) never fail over. When every endpoint
+// failed to connect: errc::connection_failed (errc::timeout if each one
+// timed out), diag naming every endpoint and why. Idle kept-alive
+// connections are kept per endpoint (a slot holding one to another endpoint
+// is freed when needed). http_transport::current_endpoint() and failovers()
+// show which endpoint serves and how often statements moved. A server that
+// hangs (a request timeout) is not left: set request_timeout accordingly.
+//
 // Replies stream into the sink in chunks of at most 64 KiB; only a tail of
 // up to 16 KiB is held back until the body is complete, because an old
 // server (before 24.11) reports an exception that happens after status 200
@@ -73,7 +94,7 @@
 // verification on; the CAs trusted are ca_file's (a PEM bundle) if given,
 // else only the system's default paths (which OpenSSL lets SSL_CERT_FILE /
 // SSL_CERT_DIR replace). The name
-// checked is http_options::host, by OpenSSL's own check during the
+// checked is the endpoint's host (http_options::host for the first), by OpenSSL's own check during the
 // handshake: a DNS name against the certificate's DNS names, an IP address
 // (sent without SNI) against its IP addresses only. A certificate that does
 // not verify fails the handshake before any request byte is sent:
@@ -170,6 +191,11 @@ struct http_options {
     /// Send wait_end_of_query=1 (the server buffers the reply; its status
     /// is then trustworthy). Accepted by 18.16 and later.
     bool wait_end_of_query = false;
+    /// Every endpoint of the store in order, for failover (see the header
+    /// comment): endpoints[0] is host:port, and host and port win over it
+    /// when they differ. Empty: host:port alone. make_http_options fills it
+    /// from config::endpoints.
+    std::vector<endpoint> endpoints;
 };
 
 namespace detail {
@@ -279,6 +305,16 @@ inline error_code validate_http_options(const http_options& o, diagnostics& diag
         diag.message = o.host.empty() ? "http_options.host is empty" : "http_options.port is 0 (expected 1–65535)";
         return make_error_code(errc::invalid_configuration);
     }
+    for (std::size_t i = 1; i < o.endpoints.size(); ++i) {
+        const std::string name = "http_options.endpoints[" + std::to_string(i) + "]";
+        if (auto ec = check_no_control_characters(name + ".host", o.endpoints[i].host, false, diag))
+            return ec;
+        if (o.endpoints[i].host.empty() || o.endpoints[i].port == 0) {
+            diag.message = o.endpoints[i].host.empty() ? name + ".host is empty"
+                                                       : name + ".port is 0 (expected 1–65535)";
+            return make_error_code(errc::invalid_configuration);
+        }
+    }
     return {};
 }
 
@@ -374,6 +410,7 @@ struct http_connection {
     std::chrono::steady_clock::time_point idle_since{};
     std::chrono::milliseconds keep_alive{3000};
     std::size_t requests = 0;
+    std::size_t endpoint = 0; ///< index into http_pool::endpoints
 
     void close() {
         error_code ignored;
@@ -400,13 +437,18 @@ struct http_pool {
         asio::any_io_executor ex;
     };
 
-    http_pool(asio::any_io_executor e, http_options o) : ex(std::move(e)), options(std::move(o)) {
+    http_pool(asio::any_io_executor e, http_options o)
+        : ex(std::move(e)), options(std::move(o)),
+          endpoints(endpoint_list(options.host, options.port, options.endpoints)) {
         if (options.pool_size == 0)
             options.pool_size = 1;
     }
 
     asio::any_io_executor ex;
     http_options options;
+    std::vector<chstate::endpoint> endpoints;   ///< host:port first, then options.endpoints[1…]
+    std::atomic<std::size_t> current{0};        ///< the endpoint a statement starts on
+    std::atomic<std::size_t> failovers{0};      ///< moves to the next endpoint, ever
 #ifndef CHSTATE_NO_TLS
     std::unique_ptr<asio::ssl::context> tls_context;
     error_code tls_error;
@@ -420,25 +462,37 @@ struct http_pool {
     std::size_t peak_open = 0; ///< the largest `open` ever seen
     std::atomic<std::size_t> connections_opened{0};
 
-    /// Takes a slot: a live idle connection, or an empty slot (nullptr, to
-    /// be connected by the caller); false when every slot is taken.
-    bool try_take(std::unique_ptr<http_connection>& out) {
+    /// Takes a slot: a live idle connection to endpoint `ep`, or an empty
+    /// slot (nullptr, to be connected by the caller); false when every slot
+    /// is taken. Idle connections to other endpoints are kept unless their
+    /// slot is needed (the oldest is then closed).
+    bool try_take(std::unique_ptr<http_connection>& out, std::size_t ep) {
         std::lock_guard lk(mutex);
         const auto now = std::chrono::steady_clock::now();
-        while (!idle.empty()) {
-            auto c = std::move(idle.back());
-            idle.pop_back();
-            auto limit = c->keep_alive - options.idle_close_margin;
-            if (now - c->idle_since < limit && c->looks_alive()) {
+        for (std::size_t i = idle.size(); i-- > 0;) {
+            auto& c = idle[i];
+            const auto limit = c->keep_alive - options.idle_close_margin;
+            const bool in_time = now - c->idle_since < limit;
+            if (c->endpoint != ep && in_time)
+                continue;
+            if (in_time && c->looks_alive()) {
                 out = std::move(c);
+                idle.erase(idle.begin() + static_cast<std::ptrdiff_t>(i));
                 return true;
             }
             c->close();
+            idle.erase(idle.begin() + static_cast<std::ptrdiff_t>(i));
             --open;
         }
         if (open < options.pool_size) {
             ++open;
             peak_open = std::max(peak_open, open);
+            out.reset();
+            return true;
+        }
+        if (!idle.empty()) { // every slot holds an idle connection to another endpoint
+            idle.front()->close();
+            idle.erase(idle.begin());
             out.reset();
             return true;
         }
@@ -549,6 +603,13 @@ public:
         return pool_->open;
     }
     std::size_t connections_opened() const noexcept { return pool_->connections_opened.load(); }
+
+    /// Failover figures (see the header comment): every endpoint in order,
+    /// the index of the one the next statement starts on (the last one that
+    /// connected), and how many times a statement moved to the next one.
+    const std::vector<endpoint>& endpoints() const noexcept { return pool_->endpoints; }
+    std::size_t current_endpoint() const noexcept { return pool_->current.load(); }
+    std::size_t failovers() const noexcept { return pool_->failovers.load(); }
 
     template <class CompletionToken>
     auto async_execute(const statement& stmt, result_sink sink, diagnostics& diag, CompletionToken&& token) {
@@ -684,19 +745,22 @@ private:
     }
 
     /// Opens a connection (resolve, connect, TLS handshake) under the connect timeout.
-    static asio::awaitable<error_code> connect(const pool_ptr& pool, const state_ptr& st,
+    static asio::awaitable<error_code> connect(const pool_ptr& pool, const state_ptr& st, std::size_t at,
                                                std::unique_ptr<detail::http_connection>& out, diagnostics& diag) {
         const http_options& o = pool->options;
-        const std::string where = detail::host_port(o.host, o.port);
+        const std::string& host = pool->endpoints[at].host;
+        const std::uint16_t port = pool->endpoints[at].port;
+        const std::string where = detail::host_port(host, port);
         auto c = std::make_unique<detail::http_connection>(pool->ex);
         c->keep_alive = o.default_keep_alive;
+        c->endpoint = at;
         st->conn = c.get();
         st->arm(o.connect_timeout, st);
-        auto [rec, endpoints] = co_await st->resolver.async_resolve(o.host, std::to_string(o.port), tuple);
+        auto [rec, endpoints] = co_await st->resolver.async_resolve(host, std::to_string(port), tuple);
         if (rec || st->cancelled || st->timed_out) {
             st->conn = nullptr;
             co_return fail_or_interrupt(st, make_error_code(errc::connection_failed), diag,
-                                        "cannot resolve " + o.host + ": " + rec.message());
+                                        "cannot resolve " + host + ": " + rec.message());
         }
         auto [cec, ep] = co_await asio::async_connect(c->socket, endpoints, tuple);
         if (cec || st->cancelled || st->timed_out) {
@@ -724,13 +788,13 @@ private:
             SSL* ssl = c->tls->native_handle();
             X509_VERIFY_PARAM* verify = SSL_get0_param(ssl);
             error_code not_ip;
-            (void)asio::ip::make_address(o.host, not_ip);
-            const bool named = not_ip ? SSL_set_tlsext_host_name(ssl, o.host.c_str()) == 1 &&
-                                            X509_VERIFY_PARAM_set1_host(verify, o.host.c_str(), o.host.size()) == 1
-                                      : X509_VERIFY_PARAM_set1_ip_asc(verify, o.host.c_str()) == 1;
+            (void)asio::ip::make_address(host, not_ip);
+            const bool named = not_ip ? SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 &&
+                                            X509_VERIFY_PARAM_set1_host(verify, host.c_str(), host.size()) == 1
+                                      : X509_VERIFY_PARAM_set1_ip_asc(verify, host.c_str()) == 1;
             if (!named) {
                 st->conn = nullptr;
-                diag.message = "cannot set the TLS server name to verify to " + o.host;
+                diag.message = "cannot set the TLS server name to verify to " + host;
                 co_return make_error_code(errc::connection_failed);
             }
             auto [hec] = co_await c->tls->async_handshake(asio::ssl::stream_base::client, tuple);
@@ -759,6 +823,10 @@ private:
         /// not parse the request, so no query ran (seen once in ~10^4
         /// requests on a kept-alive connection to 18.16).
         bool not_parsed = false;
+        /// The connection failed (writing, or reading the reply), not the server's answer.
+        bool io_failed = false;
+        /// Reply data reached the sink: the statement cannot be sent again.
+        bool delivered = false;
     };
 
     /// A write whose request reached the wire and whose reply was then lost
@@ -844,6 +912,7 @@ private:
         exchange_result r;
         auto [wec, wn] = co_await http::async_write(stream, req, tuple);
         r.request_sent = wn > 0;
+        r.io_failed = bool(wec);
         if (wec || st->cancelled || st->timed_out) {
             r.ec = fail_or_interrupt(st, make_error_code(errc::connection_failed), diag,
                                      "sending the request failed: " + wec.message());
@@ -854,6 +923,7 @@ private:
         std::size_t before = c.buffer.size();
         auto [hec, hn] = co_await http::async_read_header(stream, c.buffer, parser, tuple);
         r.response_started = hn > 0 || c.buffer.size() != before || parser.got_some();
+        r.io_failed = bool(hec);
         if (hec || st->cancelled || st->timed_out) {
             r.ec = fail_or_interrupt(st,
                                      make_error_code(r.response_started ? errc::protocol_error
@@ -885,6 +955,7 @@ private:
                 rec = {};
             if (rec || st->cancelled || st->timed_out) {
                 const bool framing = rec == http::error::buffer_overflow;
+                r.io_failed = rec && !framing;
                 r.ec = fail_or_interrupt(
                     st, make_error_code(framing ? errc::protocol_error : errc::truncated_response), diag,
                     framing ? "the reply's chunk framing holds more than 64 KiB that is not data"
@@ -896,6 +967,7 @@ private:
                 if (!sink_ec) {
                     pending.append(buf.data(), got);
                     if (parts_buffered) { // the status is final: pass everything on
+                        r.delivered = r.delivered || !pending.empty();
                         sink_ec = sink(pending);
                         pending.clear();
                     } else if (pending.size() > 2 * hold) {
@@ -903,6 +975,7 @@ private:
                         // pass whole lines only, so an exception text stays in the tail
                         auto nl = pending.rfind('\n', pass);
                         std::size_t n = (nl != std::string::npos && nl > 0) ? nl + 1 : pass;
+                        r.delivered = true;
                         sink_ec = sink(std::string_view(pending.data(), n));
                         pending.erase(0, n);
                     }
@@ -961,6 +1034,7 @@ private:
 
     static asio::awaitable<error_code> run(pool_ptr pool, state_ptr st, const statement* stmt, result_sink sink,
                                            diagnostics* diag) {
+        namespace http = detail::http;
         const http_options& o = pool->options;
         // Nothing that could inject a header is sent: refused before connecting.
         if (auto vec = detail::validate_http_options(o, *diag))
@@ -970,14 +1044,42 @@ private:
         bool buffered = false;
         if (auto bec = make_request(o, *stmt, req, buffered, *diag))
             co_return bec;
+        // Failover: the statement starts on the current endpoint and moves to
+        // the next one (at most once per endpoint) when it cannot connect, or
+        // when the connection fails and the statement may run again.
+        const std::size_t n = pool->endpoints.size();
+        std::size_t ep = pool->current.load() % n;
+        std::size_t moves = 0;
+        std::string failures; // what each endpoint given up on said
+        bool all_timeouts = true;
+        auto note_failure = [&](const error_code& ec) {
+            if (!failures.empty())
+                failures += "; ";
+            failures += diag->message;
+            if (ec != errc::timeout)
+                all_timeouts = false;
+        };
+        auto fail_over = [&]() -> bool {
+            if (moves + 1 >= n || st->cancelled)
+                return false;
+            ++moves;
+            const std::size_t next = (ep + 1) % n;
+            std::size_t expected = ep; // another statement may have moved it already
+            pool->current.compare_exchange_strong(expected, next);
+            pool->failovers.fetch_add(1);
+            ep = next;
+            st->timed_out = false; // a connect timeout on the previous endpoint
+            return true;
+        };
         bool force_fresh = false;
+        bool retried_here = false; // the one retry on this endpoint (reused connection lost, or not parsed)
         std::unique_ptr<detail::http_connection> conn;
         bool have_slot = false;
-        for (int attempt = 0;; ++attempt) {
-            // 1. a slot (and maybe a kept-alive connection)
+        for (;;) {
+            // 1. a slot (and maybe a kept-alive connection to this endpoint)
             if (!have_slot) {
                 for (;;) {
-                    if (pool->try_take(conn)) {
+                    if (pool->try_take(conn, ep)) {
                         have_slot = true;
                         break;
                     }
@@ -1014,14 +1116,30 @@ private:
                 conn->close();
                 conn.reset();
             }
+            force_fresh = false;
             // 2. a connection
             if (!conn) {
-                if (auto ec = co_await connect(pool, st, conn, *diag)) {
+                if (auto ec = co_await connect(pool, st, ep, conn, *diag)) {
+                    const bool unreachable =
+                        !st->cancelled && (ec == errc::connection_failed || ec == errc::timeout);
+                    if (unreachable) {
+                        note_failure(ec);
+                        if (fail_over()) {
+                            retried_here = false;
+                            continue; // keep the slot, connect to the next endpoint
+                        }
+                    }
                     pool->give_back(nullptr);
+                    if (unreachable && moves > 0) {
+                        diag->message = "no endpoint answered (" + std::to_string(moves + 1) + " of " +
+                                        std::to_string(n) + " tried): " + failures;
+                        co_return make_error_code(all_timeouts ? errc::timeout : errc::connection_failed);
+                    }
                     co_return ec;
                 }
             }
             // 3. the exchange, under the request timeout
+            req.set(http::field::host, detail::host_port(pool->endpoints[ep].host, pool->endpoints[ep].port));
             st->conn = conn.get();
             auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
                                                                                std::chrono::steady_clock::now());
@@ -1036,16 +1154,32 @@ private:
             st->watchdog.cancel();
             st->conn = nullptr;
             ++conn->requests;
-            if (r.ec && reused && !r.response_started && stmt->idempotent && attempt == 0 && !st->cancelled &&
-                !st->timed_out) {
+            const bool interrupted = st->cancelled || st->timed_out;
+            if (r.ec && reused && !r.response_started && stmt->idempotent && !retried_here && !interrupted) {
+                retried_here = true;
                 force_fresh = true; // keep the slot, reconnect
                 continue;
             }
             // A request the server could not parse never ran: safe to send
             // again, once, on a fresh connection, whatever the statement.
-            if (r.not_parsed && attempt == 0 && !st->cancelled && !st->timed_out) {
+            if (r.not_parsed && !retried_here && !interrupted) {
+                retried_here = true;
                 force_fresh = true;
                 continue;
+            }
+            // The connection failed under the statement (the server died or
+            // dropped it): the next endpoint, when the statement may run
+            // twice or never reached the server, and no reply data was passed on.
+            if (r.ec && r.io_failed && !interrupted && !r.delivered && (stmt->idempotent || !r.request_sent) &&
+                moves + 1 < n) {
+                diag->message = detail::host_port(pool->endpoints[ep].host, pool->endpoints[ep].port) + ": " +
+                                diag->message;
+                note_failure(r.ec);
+                conn->close();
+                conn.reset();
+                fail_over();
+                retried_here = false;
+                continue; // keep the slot
             }
             if (!r.ec && r.reusable) {
                 pool->give_back(std::move(conn));
@@ -1054,6 +1188,8 @@ private:
                 conn.reset();
                 pool->give_back(nullptr);
             }
+            if (r.ec && moves > 0)
+                diag->message += " (after failing over from: " + failures + ")";
             co_return unknown_if_sent(r, *stmt, *diag);
         }
     }
@@ -1076,6 +1212,7 @@ inline http_options make_http_options(const config& c, error_code& ec, diagnosti
         return o;
     o.host = c.host;
     o.port = c.port;
+    o.endpoints = c.all_endpoints();
     o.database = c.database;
     o.user = c.user;
     o.password = c.password;
