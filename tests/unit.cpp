@@ -942,11 +942,8 @@ struct http_outcome {
     std::string message, data;
 };
 
-/// Runs one statement on an http_transport with `options`.
-http_outcome run_http(http_options options) {
-    asio::io_context io;
-    http_transport t(io.get_executor(), std::move(options));
-    statement stmt{"SELECT 1", {}, "TabSeparated", {}, true};
+/// Runs `stmt` on `t`, driving `io` (restarted first) for at most 20 s.
+http_outcome run_on(http_transport& t, asio::io_context& io, const statement& stmt) {
     http_outcome out;
     diagnostics d;
     bool done = false;
@@ -960,10 +957,18 @@ http_outcome run_http(http_options options) {
             out.ec = ec;
             done = true;
         });
+    io.restart();
     io.run_for(std::chrono::seconds(20));
     CHECK(done);
     out.message = d.message;
     return out;
+}
+
+/// Runs one statement on an http_transport with `options`.
+http_outcome run_http(http_options options) {
+    asio::io_context io;
+    http_transport t(io.get_executor(), std::move(options));
+    return run_on(t, io, statement{"SELECT 1", {}, "TabSeparated", {}, true});
 }
 
 std::string http_reply(std::string status, std::string body, std::string extra_headers = {}) {
@@ -2054,26 +2059,6 @@ std::uint16_t closed_port() {
     return port;
 }
 
-http_outcome run_on(http_transport& t, asio::io_context& io, const statement& stmt) {
-    http_outcome out;
-    diagnostics d;
-    bool done = false;
-    t.async_execute(
-        stmt,
-        [&](std::string_view chunk) {
-            out.data.append(chunk);
-            return error_code{};
-        },
-        d, [&](error_code ec) {
-            out.ec = ec;
-            done = true;
-        });
-    io.restart();
-    io.run_for(std::chrono::seconds(20));
-    CHECK(done);
-    out.message = d.message;
-    return out;
-}
 }
 
 TEST_CASE("failover: a closed first endpoint → the statement is served by the second, which stays current") {

@@ -849,9 +849,7 @@ private:
             auto [ec, why] = co_await grant_lost_reason(s.state_id, held, false, diag);
             if (ec)
                 co_return std::tuple{ec};
-            diag.message = "lock for state_id " + s.state_id + " (fencing token " + std::to_string(held.token) +
-                           ") is no longer held" + (why.empty() ? std::string() : ": " + why) +
-                           "; the server refused the write";
+            diag.message = lock_lost_message(s.state_id, held, why) + "; the server refused the write";
             co_return std::tuple{make_error_code(errc::lock_lost)};
         }
         if (diag.written_rows && held.expires_ms != 0 && now_ms() + skew_ms() < held.expires_ms)
@@ -869,6 +867,12 @@ private:
         co_return co_await confirm_grant(id, held, "delete", diag);
     }
 
+    /// "lock for state_id … (fencing token …) is no longer held[: why]".
+    static std::string lock_lost_message(const std::string& id, const grant_ref& held, const std::string& why) {
+        return "lock for state_id " + id + " (fencing token " + std::to_string(held.token) + ") is no longer held" +
+               (why.empty() ? std::string() : ": " + why);
+    }
+
     /// After a fenced statement: success when the grant is still the id's
     /// newest, ours and not released — then any later grant, and the reads
     /// of its holder, come after our statement. Otherwise errc::lock_lost:
@@ -878,8 +882,7 @@ private:
         auto [ec, why] = co_await grant_lost_reason(id, held, false, diag);
         if (ec || why.empty())
             co_return std::tuple{ec};
-        diag.message = "lock for state_id " + id + " (fencing token " + std::to_string(held.token) +
-                       ") is no longer held: " + why + "; the server refused the " + what +
+        diag.message = lock_lost_message(id, held, why) + "; the server refused the " + what +
                        ", unless the grant moved while it ran — not confirmed";
         co_return std::tuple{make_error_code(errc::lock_lost)};
     }
@@ -1545,8 +1548,7 @@ private:
         auto [ec, why] = co_await grant_lost_reason(id, held, true, diag);
         if (ec || why.empty())
             co_return std::tuple{ec};
-        diag.message = "lock for state_id " + id + " (fencing token " + std::to_string(held.token) +
-                       ") is no longer held: " + why;
+        diag.message = lock_lost_message(id, held, why);
         co_return std::tuple{make_error_code(errc::lock_lost)};
     }
 
