@@ -342,6 +342,11 @@ zk_stop() {
     while [[ -n $(zk_pids) ]] && (($(now_ms) < deadline)); do sleep 0.05; done
     [[ -z $(zk_pids) ]] || die "ZooKeeper pid(s) ${pids[*]} still alive after KILL"
   fi
+  deadline=$(($(now_ms) + 5000))
+  until exited "${pids[@]}"; do # its sockets closed too
+    (($(now_ms) < deadline)) || die "ZooKeeper pid(s) ${pids[*]} have not finished exiting"
+    sleep 0.05
+  done
   rm -f "$ZKDIR/zookeeper.pid"
   return 0
 }

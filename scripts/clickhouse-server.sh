@@ -116,12 +116,13 @@ server_pids() {
 }
 
 stop_server() {
-  local pids deadline
+  local -a pids all; local deadline
   mapfile -t pids < <(server_pids)
   if ((${#pids[@]} == 0)); then
     rm -f "$PIDFILE"
     return 1
   fi
+  all=("${pids[@]}")
   kill -TERM "${pids[@]}" 2>/dev/null || true
   deadline=$(($(now_ms) + STOP_TIMEOUT * 1000))
   while (($(now_ms) < deadline)); do
@@ -140,6 +141,11 @@ stop_server() {
     done
     ((${#pids[@]} == 0)) || die "server pid(s) ${pids[*]} still alive after KILL"
   fi
+  deadline=$(($(now_ms) + 5000))
+  until exited "${all[@]}"; do # its sockets closed too: the port is free for a restart
+    (($(now_ms) < deadline)) || die "server pid(s) ${all[*]} have not finished exiting"
+    sleep 0.05
+  done
   rm -f "$PIDFILE"
   return 0
 }
@@ -450,7 +456,7 @@ case $cmd in
     ((${#pids[@]} > 0)) || die "no server running in $DIR to kill"
     kill -KILL "${pids[@]}" 2>/dev/null || true
     deadline=$(($(now_ms) + 5000))
-    while [[ -n $(server_pids) ]]; do
+    until exited "${pids[@]}"; do # its sockets closed too, not only its memory gone
       (($(now_ms) < deadline)) || die "server pid(s) ${pids[*]} still alive 5 s after KILL"
       sleep 0.05
     done

@@ -1,5 +1,6 @@
 # scripts/ports.sh — sourced by clickhouse-server.sh and clickhouse-cluster.sh:
-# which loopback TCP ports are taken, read from /proc (no ss/netstat needed).
+# which loopback TCP ports are taken, and whether processes have exited, read
+# from /proc (no ss/netstat/ps needed).
 
 # Every TCP port some local socket is bound to (any state but TIME_WAIT).
 used_ports() {
@@ -16,4 +17,17 @@ used_ports() {
 port_is_free() {
   local port=$1
   ! used_ports | grep -qx "$port"
+}
+
+# exited PID...: true once every PID has finished exiting — gone, or a zombie
+# (Z/X). A process's cmdline reads empty as soon as its memory is released,
+# which comes before the kernel closes its sockets: a caller that waited only
+# for the cmdline to vanish could still find the port open, or reach a
+# kept-alive connection the dying server resets after reading a request.
+exited() {
+  local pid state
+  for pid in "$@"; do
+    state=$(awk '/^State:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || continue
+    [[ -z $state || $state == Z || $state == X ]] || return 1
+  done
 }
