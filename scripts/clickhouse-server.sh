@@ -354,7 +354,9 @@ launch_and_wait() {
       is_our_server "$pid" || { echo "$me: port $HTTP_PORT answers but server pid $pid is gone" >&2; return 1; }
       return 0
     fi
-    if ! is_our_server "$pid"; then
+    # Not is_our_server: while setsid and nohup exec, the cmdline can read
+    # empty for a moment (a false "exited" on a busy machine).
+    if exited "$pid"; then
       rm -f "$PIDFILE"
       if grep -qs -e 'Address already in use' "$LOGDIR/clickhouse-server.err.log" "$LOGDIR/stdout.log"; then
         return 2
