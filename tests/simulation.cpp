@@ -769,5 +769,24 @@ TEST_CASE("lock torture on the simulation: K writers x M read-modify-writes unde
     CHECK(r.last_token == 2 * 8 * 5 + 1);
 }
 
+TEST_CASE("simulator: cluster mode on an engine without replicas fails with unsupported, never silently") {
+    auto server = simulated_clickhouse::create();
+    asio::io_context io;
+    simulated_transport t(server, io.get_executor());
+    statement st{"SELECT 1", {}, "TabSeparated", {}, true};
+    st.settings = {{"insert_quorum", "2"}};
+    diagnostics diag;
+    error_code got;
+    bool done = false;
+    t.async_execute(st, [](std::string_view) { return error_code{}; }, diag, [&](error_code ec) {
+        got = ec;
+        done = true;
+    });
+    io.run();
+    CHECK(done);
+    CHECK(got == errc::unsupported);
+    CHECK(diag.message.find("no replicas") != std::string::npos);
+}
+
 } // TEST_SUITE("simulated")
 } // namespace simulation_tests

@@ -744,6 +744,90 @@ TEST_CASE("config: timeouts from the URI and the environment reach the HTTP tran
                           "5m or 1h (a bare number is seconds; at most 7 days), not \"soon\"");
 }
 
+TEST_CASE("config: cluster, insert_quorum and insert_quorum_timeout from the URI and the environment") {
+    using std::chrono::milliseconds;
+    auto none = config::from_uri("clickhouse://u:p@h/db");
+    CHECK(none.store.cluster.name.empty()); // no cluster: nothing changes
+    CHECK(none.store.cluster.insert_quorum == 0);
+    auto c = config::from_uri("clickhouse://u:p@h1:1,h2:2/db?cluster=prod_1&insert_quorum=2&insert_quorum_timeout=5s");
+    CHECK(c.store.cluster.name == "prod_1");
+    CHECK(c.store.cluster.insert_quorum == 2);
+    CHECK(c.store.cluster.insert_quorum_timeout == milliseconds(5000));
+    CHECK(c.store.cluster.zookeeper_path == "/clickhouse/tables/{shard}/{database}/{table}");
+    CHECK(c.store.cluster.replica == "{replica}");
+    CHECK(c.redacted_uri() == "clickhouse://u:***@h1:1,h2:2/db?cluster=prod_1");
+    CHECK(config::from_uri("https://u:p@h/db?cluster=c").redacted_uri() == "clickhouse://u:***@h:8123/db?secure=true&cluster=c");
+    for (const char* bad : {"cluster=", "cluster=a%60b", "cluster=a'b", "cluster=a%0Ab", "insert_quorum=x",
+                            "insert_quorum=-1", "insert_quorum=101", "insert_quorum=", "insert_quorum_timeout=0",
+                            "insert_quorum_timeout=soon"}) {
+        INFO(bad);
+        auto r = parse_uri(std::string("clickhouse://u:p@h/db?") + bad);
+        CHECK(r.ec == errc::invalid_configuration);
+        CHECK_FALSE(contains(r.message, "p@"));
+    }
+    // The embedded engine has no replicas: said so rather than ignored.
+    for (const char* p : {"cluster=c", "insert_quorum=2", "insert_quorum_timeout=1s"}) {
+        auto r = parse_uri(std::string("chdb:///x?") + p);
+        CHECK(r.ec == errc::invalid_configuration);
+        CHECK(contains(r.message, "the embedded engine has no replicas"));
+    }
+    std::map<std::string, std::string> env{
+        {"MELTANO_STATE_BACKEND_URI", "clickhouse://u:p@h/db?cluster=from_uri"},
+        {"MELTANO_STATE_BACKEND_CLICKHOUSE_CLUSTER", "from_env"},
+        {"MELTANO_STATE_BACKEND_CLICKHOUSE_INSERT_QUORUM", "3"},
+    };
+    auto e = config::from_environment(lookup_in(env));
+    CHECK(e.store.cluster.name == "from_env");
+    CHECK(e.store.cluster.insert_quorum == 3);
+    env["MELTANO_STATE_BACKEND_CLICKHOUSE_INSERT_QUORUM"] = "most";
+    error_code ec;
+    diagnostics diag;
+    config::from_environment(lookup_in(env), ec, diag);
+    CHECK(ec == errc::invalid_configuration);
+    CHECK(contains(diag.message, "MELTANO_STATE_BACKEND_CLICKHOUSE_INSERT_QUORUM: insert_quorum must be a number"));
+    std::map<std::string, std::string> chdb_env{{"MELTANO_STATE_BACKEND_URI", "chdb:///tmp/x"},
+                                                {"MELTANO_STATE_BACKEND_CLICKHOUSE_CLUSTER", "c"}};
+    config::from_environment(lookup_in(chdb_env), ec, diag);
+    CHECK(ec == errc::invalid_configuration);
+    CHECK(contains(diag.message, "no replicas"));
+}
+
+TEST_CASE("statements: cluster mode runs DDL ON CLUSTER with Replicated engines; one server keeps the seed's") {
+    detail::table_names names("meltano", "state");
+    const auto f = detail::server_features::from_version("18.16.1");
+    detail::statements single(names, f);
+    CHECK(single.create_state_table().sql.find("ENGINE = ReplacingMergeTree(updated_at) ORDER BY state_id") !=
+          std::string::npos);
+    CHECK_FALSE(contains(single.create_database().sql, "ON CLUSTER"));
+    CHECK_FALSE(contains(single.select_state_ids("*").sql, "state_id != ''"));
+    CHECK_FALSE(single.replicated().enabled());
+    detail::replication r{"c1", "/ch/{shard}/{database}/{table}", "{replica}", {{"insert_quorum", "2"}}};
+    detail::statements cl(names, f, true, r);
+    CHECK(cl.create_database().sql == "CREATE DATABASE IF NOT EXISTS `meltano` ON CLUSTER `c1`");
+    CHECK(contains(cl.create_state_table().sql, "`meltano`.`state` ON CLUSTER `c1` ("));
+    CHECK(contains(cl.create_state_table().sql,
+                   "ENGINE = ReplicatedReplacingMergeTree('/ch/{shard}/meltano/state', '{replica}', updated_at)"));
+    CHECK(contains(cl.create_lock_table().sql,
+                   "ReplicatedReplacingMergeTree('/ch/{shard}/meltano/state_lock', '{replica}', locked_at) ORDER BY "
+                   "(state_id, lock_id)"));
+    CHECK(contains(cl.create_grant_table().sql, "ReplicatedMergeTree('/ch/{shard}/meltano/state_grant', '{replica}')"));
+    CHECK(contains(cl.create_grant_table().sql, "replicated_deduplication_window"));
+    // The delete nudges' empty id is never listed or counted.
+    CHECK(contains(cl.select_state_ids("*").sql, "WHERE state_id != ''"));
+    CHECK(contains(cl.select_all_states().sql, "WHERE state_id != ''"));
+    CHECK(contains(cl.count_states().sql, "WHERE state_id != ''"));
+    // A delete's leftover rows are counted with the delete's own condition.
+    const auto del = cl.delete_lock("id", "lock-1");
+    const auto left = detail::statements::rows_left_by(del);
+    CHECK(left.sql == "SELECT count() AS n FROM `meltano`.`state_lock`" + del.sql.substr(del.sql.find(" WHERE ")));
+    detail::statements modern(names, detail::server_features::from_version("24.3.1"), true, r);
+    CHECK(detail::statements::rows_left_by(modern.delete_state("id")).sql.starts_with(
+        "SELECT count() AS n FROM `meltano`.`state` WHERE SHA256(state_id) = unhex('"));
+    // A quote in a path or replica name stays inside its literal.
+    detail::statements odd(names, f, true, {"c", "/x'y/{table}", "r'1", {}});
+    CHECK(contains(odd.create_state_table().sql, "('/x\\'y/state', 'r\\'1', updated_at)"));
+}
+
 TEST_CASE("config: a CA file from the URI (ca_file) and the environment (CA_FILE) reaches the HTTP transport") {
     // Percent-decoded like every URI value; secure by parameter or by https://.
     auto c = config::from_uri("clickhouse://u:p@h:8443/db?secure=true&ca_file=%2Fetc%2Fmy%20ca%2Fca.pem");
@@ -1040,6 +1124,46 @@ TEST_CASE("http: the Host header and the headers carry the options as given; IPv
     }
     CHECK_FALSE(r.ec);
     CHECK(contains(server6.received(), "\r\nHost: [::1]:" + std::to_string(server6.port()) + "\r\n"));
+}
+
+TEST_CASE("http: statement settings travel as URL parameters; a reserved or odd name is refused, nothing sent") {
+    {
+        fake_http_server server;
+        REQUIRE(server.start(loopback, http_reply("200 OK", "1\n")));
+        asio::io_context io;
+        http_transport t(io.get_executor(), http_options{.host = "127.0.0.1", .port = server.port()});
+        statement st{"SELECT 1", {}, "TabSeparated", {}, true};
+        st.settings = {{"insert_quorum", "2"}, {"select_sequential_consistency", "1"}};
+        auto r = run_on(t, io, st);
+        CHECK_FALSE(r.ec);
+        server.stop();
+        CHECK(contains(server.received(), "insert_quorum=2&select_sequential_consistency=1"));
+    }
+    for (const char* name : {"query", "database", "default_format", "wait_end_of_query", "_chstate_values_format",
+                             "user", "password", "Insert_quorum", "a&b", "x=1", "", "max threads"}) {
+        INFO("setting name: " << name);
+        fake_http_server server;
+        REQUIRE(server.start(loopback, http_reply("200 OK", "1\n")));
+        asio::io_context io;
+        http_transport t(io.get_executor(), http_options{.host = "127.0.0.1", .port = server.port()});
+        statement st{"SELECT 1", {}, "TabSeparated", {}, true};
+        st.settings = {{name, "1"}};
+        auto r = run_on(t, io, st);
+        CHECK(r.ec == errc::invalid_argument);
+        CHECK(contains(r.message, "statement setting"));
+        server.stop();
+        CHECK(server.received().empty());
+    }
+    fake_http_server server;
+    REQUIRE(server.start(loopback, http_reply("200 OK", "1\n")));
+    asio::io_context io;
+    http_transport t(io.get_executor(), http_options{.host = "127.0.0.1", .port = server.port()});
+    statement st{"SELECT 1", {}, "TabSeparated", {}, true};
+    st.settings = {{"insert_quorum", "2\r\nX-Evil: 1"}};
+    auto r = run_on(t, io, st);
+    CHECK(r.ec == errc::invalid_argument);
+    server.stop();
+    CHECK(server.received().empty());
 }
 
 TEST_CASE("http: another server's error page reaches diagnostics bounded and printable") {

@@ -21,10 +21,14 @@
 //   clickhouse:// also ?ca_file=/path/ca.pem (percent-encoded): the PEM CA
 //   bundle secure connections trust, instead of the system's default paths;
 //   refused unless the connection is secure (secure=true or https://).
+//   clickhouse:// also ?cluster=NAME[&insert_quorum=N][&insert_quorum_timeout=60s]:
+//   the tables live replicated on that cluster (cluster_options; README
+//   "Cluster"); chdb: refuses them.
 //
 // config::from_environment() reads MELTANO_STATE_BACKEND_URI, then the
 // overrides MELTANO_STATE_BACKEND_CLICKHOUSE_{HOST,PORT,DATABASE,USER,
-// PASSWORD,SECURE,CA_FILE,SCHEMA,TABLE}, which win over the URI. HOST may
+// PASSWORD,SECURE,CA_FILE,SCHEMA,TABLE,CLUSTER,INSERT_QUORUM}, which win
+// over the URI. HOST may
 // be a comma-separated list, "h1:p1,h2,[::1]:p3": a host without its own
 // port takes PORT (else the URI's first port, else 8123); it replaces every
 // endpoint of the URI. PORT alone sets every endpoint's port. Error
@@ -225,6 +229,33 @@ struct reply_limits {
     std::size_t max_operation_bytes = std::size_t(1) << 30; // 1 GiB
 };
 
+/// A replicated cluster (README: "Cluster"). With a name the store keeps
+/// its tables as Replicated*MergeTree on every replica of the cluster's
+/// shard and writes and reads them so that a state acknowledged on one
+/// replica is what a read on any replica returns. Without one (the default)
+/// nothing changes: the seed's tables and statements on one server.
+struct cluster_options {
+    /// The cluster's name in the servers' remote_servers configuration
+    /// (URI `cluster`, MELTANO_STATE_BACKEND_CLICKHOUSE_CLUSTER); every DDL
+    /// statement runs ON CLUSTER it. Empty: a single server.
+    std::string name;
+    /// Replicas that must hold a write before it is acknowledged (URI
+    /// `insert_quorum`, MELTANO_STATE_BACKEND_CLICKHOUSE_INSERT_QUORUM).
+    /// 0: a majority of the connected replica's shard, counted in
+    /// system.clusters when the store first connects.
+    unsigned insert_quorum = 0;
+    /// How long a write waits for its quorum (URI `insert_quorum_timeout`);
+    /// after it the outcome is unknown (errc::outcome_unknown: the write may
+    /// still reach its quorum later).
+    std::chrono::milliseconds insert_quorum_timeout{60'000};
+    /// Each table's ZooKeeper path. The store replaces {database} and
+    /// {table} (the table's own name); {shard} and other macros are the
+    /// servers'.
+    std::string zookeeper_path = "/clickhouse/tables/{shard}/{database}/{table}";
+    /// The replica name: the servers' {replica} macro by default.
+    std::string replica = "{replica}";
+};
+
 /// Where the store keeps its tables and how it locks.
 struct store_options {
     std::string schema = "meltano"; ///< database holding the tables
@@ -232,6 +263,7 @@ struct store_options {
     lock_options lock;
     write_versions versions = write_versions::monotonic;
     reply_limits limits;
+    cluster_options cluster; ///< a replicated cluster; none by default
 };
 
 /// Reads an environment variable; replaceable in tests.
@@ -450,10 +482,17 @@ private:
                     c.request_timeout = d;
                 else
                     c.store.lock.timeout = d;
+            } else if (param.key == "cluster" || param.key == "insert_quorum" ||
+                       param.key == "insert_quorum_timeout") {
+                if (c.engine == engine_kind::embedded)
+                    return fail(std::string(param.key) +
+                                " applies to clickhouse:// URIs only (the embedded engine has no replicas)");
+                if (auto why = set_cluster(c.store.cluster, param.key, value))
+                    return fail(*why);
             } else {
                 return fail("unknown URI parameter \"" + printable(param.key, 40) +
                             "\" (known: secure, ca_file, schema, table, connect_timeout, request_timeout, "
-                            "lock_timeout)");
+                            "lock_timeout, cluster, insert_quorum, insert_quorum_timeout)");
             }
         }
         if (c.store.schema.empty() || c.store.table.empty())
@@ -596,6 +635,16 @@ public:
         if (!take("CA_FILE", c.ca_file, false) || !take("SCHEMA", c.store.schema, false) ||
             !take("TABLE", c.store.table, false))
             return c;
+        for (auto [key, name] : {std::pair{"CLUSTER", "cluster"}, std::pair{"INSERT_QUORUM", "insert_quorum"}}) {
+            auto v = get(key);
+            if (!v)
+                continue;
+            if (c.engine != engine_kind::http)
+                return fail(prefix + key + " applies to clickhouse:// connections only (the embedded engine has "
+                                           "no replicas)");
+            if (auto why = set_cluster(c.store.cluster, name, *v))
+                return fail(prefix + key + ": " + *why);
+        }
         for (auto [key, field] : {std::pair{"CONNECT_TIMEOUT", &c.connect_timeout},
                                   std::pair{"REQUEST_TIMEOUT", &c.request_timeout},
                                   std::pair{"LOCK_TIMEOUT", &c.store.lock.timeout}}) {
@@ -627,8 +676,15 @@ public:
     std::string redacted_uri() const {
         if (engine == engine_kind::embedded)
             return "chdb:" + embedded_path;
+        std::string query;
+        if (secure)
+            query += "&secure=true";
+        if (!store.cluster.name.empty())
+            query += "&cluster=" + store.cluster.name; // a name: no quote, backslash or control character
+        if (!query.empty())
+            query[0] = '?';
         return std::string("clickhouse://") + user + (password.empty() ? "" : ":***") + "@" +
-               detail::endpoints_text(all_endpoints()) + "/" + database + (secure ? "?secure=true" : "");
+               detail::endpoints_text(all_endpoints()) + "/" + database + query;
     }
 
     /// Names for the settings in check_http_settings' messages.
@@ -675,6 +731,32 @@ private:
         if (host.find_first_of("/?#@[]\\ %,") != std::string_view::npos)
             return "is not a host name (it holds one of / ? # @ [ ] \\ % , or a space)";
         return nullptr;
+    }
+
+    /// Sets cluster option `key` (cluster, insert_quorum,
+    /// insert_quorum_timeout) from its text; the reason it cannot, if not.
+    static std::optional<std::string> set_cluster(cluster_options& o, std::string_view key, std::string_view v) {
+        if (key == "cluster") {
+            if (v.empty() || v.size() > 200 || v.find_first_of("`'\\") != std::string_view::npos ||
+                detail::find_control_character(v) != std::string_view::npos)
+                return "cluster must be a cluster name (1–200 bytes, no quote, backslash or control character), "
+                       "not \"" + printable(v, 40) + "\"";
+            o.name = std::string(v);
+        } else if (key == "insert_quorum") {
+            unsigned n = 0;
+            auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (v.empty() || ec != std::errc{} || p != v.data() + v.size() || n > 100)
+                return "insert_quorum must be a number of replicas (0 = a majority, at most 100), not \"" +
+                       printable(v, 40) + "\"";
+            o.insert_quorum = n;
+        } else {
+            std::chrono::milliseconds d{};
+            if (!parse_duration(v, d) || d.count() == 0)
+                return "insert_quorum_timeout must be a duration such as 30s or 500ms (more than 0, at most "
+                       "7 days), not \"" + printable(v, 40) + "\"";
+            o.insert_quorum_timeout = d;
+        }
+        return std::nullopt;
     }
 
     /// `v` for a message: at most `limit` bytes, control characters as '?'.

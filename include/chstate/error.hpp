@@ -42,6 +42,10 @@ enum class errc {
     unsupported,            ///< the server lacks a feature the operation needs
     reply_too_large,        ///< a reply exceeded store_options::limits (config.hpp)
     outcome_unknown,        ///< a write was sent, then the reply was lost: it may have landed
+    /// cluster mode: too few live replicas for the write's quorum, the
+    /// coordination service (ZooKeeper) unreachable, or the connected
+    /// replica behind the quorum; nothing was written
+    replicas_unavailable,
 };
 
 namespace detail {
@@ -70,6 +74,7 @@ public:
         case errc::unsupported: return "not supported by this ClickHouse server";
         case errc::reply_too_large: return "reply from ClickHouse exceeds the configured limit";
         case errc::outcome_unknown: return "the write may or may not have landed (its reply was lost)";
+        case errc::replicas_unavailable: return "not enough ClickHouse replicas available";
         }
         return "unknown chstate error";
     }
@@ -128,6 +133,13 @@ inline constexpr int required_password = 194;
 inline constexpr int authentication_failed = 516;
 inline constexpr int timeout_exceeded = 159;
 inline constexpr int syntax_error = 62;
+// Replicated tables (cluster mode)
+inline constexpr int table_is_read_only = 242;           ///< no ZooKeeper session
+inline constexpr int too_few_live_replicas = 285;        ///< fewer live replicas than insert_quorum
+inline constexpr int unsatisfied_quorum_for_previous_write = 286; ///< another quorum insert is under way
+inline constexpr int replica_is_not_in_quorum = 289;     ///< this replica lacks a quorum-written part
+inline constexpr int unknown_status_of_insert = 319;     ///< the quorum timed out: the write may still land
+inline constexpr int keeper_exception = 999;             ///< a ZooKeeper request failed
 } // namespace clickhouse_code
 
 inline boost::system::error_condition
@@ -142,6 +154,14 @@ detail::clickhouse_category_impl::default_error_condition(int ev) const noexcept
         return make_error_condition(errc::unknown_database);
     case clickhouse_code::timeout_exceeded:
         return make_error_condition(errc::timeout);
+    case clickhouse_code::table_is_read_only:
+    case clickhouse_code::too_few_live_replicas:
+    case clickhouse_code::unsatisfied_quorum_for_previous_write:
+    case clickhouse_code::replica_is_not_in_quorum:
+    case clickhouse_code::keeper_exception:
+        return make_error_condition(errc::replicas_unavailable);
+    case clickhouse_code::unknown_status_of_insert:
+        return make_error_condition(errc::outcome_unknown);
     default:
         return make_error_condition(errc::server_error);
     }

@@ -495,7 +495,33 @@ private:
     /// The one place the store calls its transport. A clock that tracks
     /// activity (manual_clock) learns a statement is in flight, so simulated
     /// time does not jump past the reply.
+    ///
+    /// Cluster mode: every statement carries the quorum settings, and one
+    /// refused because another quorum INSERT into the table is still under
+    /// way (ClickHouse 286: nothing was written; a replicated table takes
+    /// one quorum INSERT at a time across the shard) is sent again after a
+    /// short random pause, until insert_quorum_timeout has passed.
     op<> send(const statement& s, result_sink sink, diagnostics& diag) {
+        auto stm = stmts_snapshot();
+        if (!stm || !stm->replicated().enabled())
+            co_return co_await send_once(s, std::move(sink), diag);
+        statement with = s;
+        with.settings.insert(with.settings.end(), stm->replicated().settings.begin(),
+                             stm->replicated().settings.end());
+        const auto give_up = std::chrono::steady_clock::now() + options_.cluster.insert_quorum_timeout;
+        for (unsigned attempt = 1;; ++attempt) {
+            auto [ec] = co_await send_once(with, sink, diag);
+            if (ec != make_clickhouse_error(clickhouse_code::unsatisfied_quorum_for_previous_write) ||
+                std::chrono::steady_clock::now() >= give_up)
+                co_return std::tuple{ec};
+            const auto cap = std::min(5u * attempt, 100u);
+            asio::steady_timer pause(ex_, std::chrono::milliseconds(1 + detail::random_below(cap)));
+            if (auto [wec] = co_await pause.async_wait(use_tuple); wec)
+                co_return std::tuple{wec};
+        }
+    }
+
+    op<> send_once(const statement& s, result_sink sink, diagnostics& diag) {
         diag.clear();
         if constexpr (requires(Clock& c) { c.begin_activity(); }) {
             auto in_flight = clock_.begin_activity();
@@ -517,6 +543,8 @@ private:
     /// longer sees the rows. The wait counts as activity for a manual clock.
     op<> execute_delete(statement s, bool lock_table, diagnostics& diag) {
         auto stm = stmts_snapshot();
+        if (stm && stm->replicated().enabled())
+            co_return co_await execute_replicated_delete(std::move(s), lock_table ? 1 : 0, *stm, diag);
         if (!stm || !stm->deletes_are_mutations())
             co_return co_await execute(std::move(s), diag);
         auto in_flight = [this] {
@@ -593,6 +621,62 @@ private:
         if (!ec)
             ec = reader.finish(on_row, diag);
         co_return std::tuple{ec, std::move(out)};
+    }
+
+    /// Cluster mode: a DELETE is a replicated mutation. It is waited for
+    /// until its rows are gone on the connected replica (system.mutations
+    /// would not do: a mutation that cannot touch the newest quorum part
+    /// stays unfinished though every row it had to delete is gone). Rows
+    /// still there after a moment are in that part: one nudge row
+    /// (statements::nudge_delete) lets the mutation reach them. Other
+    /// replicas apply the mutation from the replication log, usually
+    /// within milliseconds; nothing waits for them.
+    op<> execute_replicated_delete(statement s, int table, const detail::statements& stm, diagnostics& diag) {
+        auto in_flight = [this] {
+            if constexpr (requires(Clock& c) { c.begin_activity(); })
+                return clock_.begin_activity();
+            else
+                return 0;
+        }();
+        (void)in_flight;
+        const statement left = detail::statements::rows_left_by(s);
+        auto [ec] = co_await execute(std::move(s), diag);
+        if (ec)
+            co_return std::tuple{ec};
+        auto unknown = [&diag](std::string why) {
+            diag.message = "the replicated DELETE was accepted, but " + why +
+                           ": the delete may or may not have been applied yet";
+            return std::tuple{make_error_code(errc::outcome_unknown)};
+        };
+        const auto start = std::chrono::steady_clock::now();
+        const auto give_up = start + std::chrono::seconds(60);
+        bool nudged = false;
+        for (int i = 1;; ++i) {
+            auto [pec, found] = co_await rows(left, diag);
+            if (pec == asio::error::operation_aborted)
+                co_return std::tuple{pec};
+            if (pec)
+                co_return unknown("counting the rows it deletes failed (" + diag.message + ")");
+            const auto n = found.empty() ? std::nullopt : detail::uint_field(found.front(), "n");
+            if (!n) {
+                diag.message = "the row count reply has no number";
+                co_return std::tuple{make_error_code(errc::protocol_error)};
+            }
+            if (*n == 0)
+                co_return std::tuple{error_code{}};
+            const auto now = std::chrono::steady_clock::now();
+            if (now >= give_up)
+                co_return unknown("its rows were still there after 60 s");
+            if (!nudged && now - start >= std::chrono::milliseconds(300)) {
+                nudged = true;
+                if (auto [nec] = co_await execute(stm.nudge_delete(table, detail::random_uuid()), diag);
+                    nec == asio::error::operation_aborted)
+                    co_return std::tuple{nec};
+                // a failed nudge only means a longer wait (or the 60 s verdict)
+            }
+            asio::steady_timer pause(ex_, std::chrono::milliseconds(std::min(5 * i, 100)));
+            co_await pause.async_wait(use_tuple);
+        }
     }
 
     /// Sends one statement and reads its RowBinary rows of `columns`,
@@ -686,9 +770,15 @@ private:
             co_return std::tuple{ec};
         while (!version.empty() && (version.back() == '\n' || version.back() == '\r'))
             version.pop_back();
+        detail::replication repl;
+        if (!options_.cluster.name.empty()) {
+            if (auto [cec] = co_await learn_replication(repl, diag); cec)
+                co_return std::tuple{cec};
+        }
         auto stm = std::make_shared<const detail::statements>(detail::table_names(options_.schema, options_.table),
                                                               detail::server_features::from_version(version),
-                                                              options_.versions == write_versions::monotonic);
+                                                              options_.versions == write_versions::monotonic,
+                                                              std::move(repl));
         const bool can_strict = stm->features().dedup_token;
         bool strict = false;
         switch (options_.lock.mode) {
@@ -712,6 +802,39 @@ private:
             strict_unsupported_ = options_.lock.mode == lock_mode::strict && !can_strict;
             stmts_ = std::move(stm);
         }
+        co_return std::tuple{error_code{}};
+    }
+
+    /// Cluster mode: the replica count of the connected replica's shard
+    /// (system.clusters), hence the quorum, and the settings every
+    /// statement is sent with.
+    op<> learn_replication(detail::replication& repl, diagnostics& diag) {
+        const auto& c = options_.cluster;
+        auto [ec, found] = co_await rows(detail::statements::count_shard_replicas(c.name), diag);
+        if (ec)
+            co_return std::tuple{ec};
+        const auto n = found.empty() ? std::nullopt : detail::uint_field(found.front(), "n");
+        if (!n) {
+            diag.message = "the system.clusters count has no number";
+            co_return std::tuple{make_error_code(errc::protocol_error)};
+        }
+        if (*n == 0) {
+            diag.message = "cluster \"" + c.name + "\" is not in this server's system.clusters (remote_servers), "
+                           "or the server is not one of its replicas";
+            co_return std::tuple{make_error_code(errc::invalid_configuration)};
+        }
+        const std::uint64_t quorum = c.insert_quorum ? c.insert_quorum : *n / 2 + 1;
+        if (quorum > *n) {
+            diag.message = "insert_quorum " + std::to_string(quorum) + " is more than the " + std::to_string(*n) +
+                           " replicas of this shard of cluster \"" + c.name + "\"";
+            co_return std::tuple{make_error_code(errc::invalid_configuration)};
+        }
+        repl.cluster = c.name;
+        repl.zookeeper_path = c.zookeeper_path;
+        repl.replica = c.replica;
+        repl.settings = {{"insert_quorum", std::to_string(quorum)},
+                         {"insert_quorum_timeout", std::to_string(c.insert_quorum_timeout.count())},
+                         {"select_sequential_consistency", "1"}};
         co_return std::tuple{error_code{}};
     }
 

@@ -64,6 +64,13 @@ struct parameter {
     std::optional<std::string> value;
 };
 
+/// A ClickHouse setting for one statement: `name` is lower-case letters,
+/// digits and '_'; `value` is its text.
+struct setting {
+    std::string name;
+    std::string value;
+};
+
 /// One statement, ready for a transport.
 struct statement {
     /// SQL text; values appear only as {name:Type} placeholders, or already
@@ -79,6 +86,13 @@ struct statement {
     /// True when sending the statement twice does the same as once, so a
     /// transport may resend it after a failure on a reused connection.
     bool idempotent = false;
+    /// Settings for this statement alone. The store's cluster mode sends
+    /// insert_quorum, insert_quorum_timeout and select_sequential_consistency
+    /// (config.hpp, cluster_options). A transport that cannot apply a setting
+    /// fails the statement with errc::unsupported instead of running it
+    /// without (http_transport sends them as URL parameters; chDB and the
+    /// simulator have no replicas and refuse any).
+    std::vector<setting> settings;
 };
 
 /// True for a statement that changes stored data (INSERT, ALTER … DELETE,

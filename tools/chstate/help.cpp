@@ -20,9 +20,12 @@ const char* const store_text = R"(The store:
     chdb:///absolute/dir   chdb:relative/dir                      the embedded engine (chDB)
     either with ?schema=NAME&table=NAME (default meltano, state) and
     lock_timeout=30s; over HTTP also connect_timeout=, request_timeout=
-    and, with secure=true, ca_file=PEM (the CAs to trust instead of the system's)
+    and, with secure=true, ca_file=PEM (the CAs to trust instead of the system's);
+    HOST may list several replicas (h1:p1,h2:p2) and cluster=NAME keeps the
+    tables replicated on that cluster (insert_quorum=N, insert_quorum_timeout=)
   MELTANO_STATE_BACKEND_CLICKHOUSE_{HOST,PORT,DATABASE,USER,PASSWORD,SECURE,
-  CA_FILE,SCHEMA,TABLE,CONNECT_TIMEOUT,REQUEST_TIMEOUT,LOCK_TIMEOUT} override the
+  CA_FILE,SCHEMA,TABLE,CONNECT_TIMEOUT,REQUEST_TIMEOUT,LOCK_TIMEOUT,CLUSTER,
+  INSERT_QUORUM} override the
   URI's parts (keep the password out of the command line with ..._PASSWORD).
   When neither a URI nor any of HOST, PORT, DATABASE, USER, PASSWORD,
   SECURE, CONNECT_TIMEOUT, REQUEST_TIMEOUT is given, state is kept by the
@@ -44,8 +47,8 @@ const char* const exit_text = R"(Exit status:
      was lost; edit: the state changed while it was being edited
   5  ClickHouse: the server refused a statement (authentication, unknown
      database, ...) or a stored state cannot be read
-  6  connection: network failure, timeout, or the embedded engine could not
-     be loaded or opened
+  6  connection: network failure, timeout, too few replicas (cluster), or
+     the embedded engine could not be loaded or opened
   7  invalid state input: not JSON, not an object, no "singer_state", or a
      value the store cannot keep
   lock exits with its command's status once the command has started.

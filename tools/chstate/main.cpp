@@ -44,7 +44,8 @@ int status_for(const chstate::error_code& ec) {
         return cli::exit_invalid_input;
     if (ec == errc::invalid_configuration)
         return cli::exit_usage;
-    if (ec == errc::connection_failed || ec == errc::timeout || ec == errc::engine_unavailable)
+    if (ec == errc::connection_failed || ec == errc::timeout || ec == errc::engine_unavailable ||
+        ec == errc::replicas_unavailable)
         return cli::exit_connection;
     if (ec.category() == chstate::clickhouse_category() || ec == errc::server_error ||
         ec == errc::authentication_failed || ec == errc::unknown_database || ec == errc::protocol_error ||

@@ -117,12 +117,38 @@ inline std::string milliseconds_as_datetime64(std::uint64_t ms) {
     return std::to_string(ms / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
 }
 
+/// Cluster mode (config.hpp, cluster_options): where the replicated tables
+/// live and what every statement is sent with. Empty `cluster`: one server.
+struct replication {
+    std::string cluster;        ///< remote_servers name (unquoted)
+    std::string zookeeper_path; ///< with {database} and {table} still to replace
+    std::string replica;        ///< the replica name ({replica})
+    /// insert_quorum, insert_quorum_timeout, select_sequential_consistency:
+    /// a write is acknowledged once `quorum` replicas hold it, and a read
+    /// fails rather than answer from a replica that lacks a quorum write.
+    std::vector<setting> settings;
+
+    bool enabled() const noexcept { return !cluster.empty(); }
+};
+
 class statements {
 public:
     /// `monotonic`: write_versions::monotonic was asked for (config.hpp);
     /// it holds where the server can compute it (monotonic_versions()).
-    statements(table_names names, server_features features, bool monotonic = true)
-        : t_(std::move(names)), f_(features), monotonic_(monotonic && (f_.subsecond_intervals || !f_.datetime64)) {}
+    statements(table_names names, server_features features, bool monotonic = true, replication r = {})
+        : t_(std::move(names)), f_(features), monotonic_(monotonic && (f_.subsecond_intervals || !f_.datetime64)),
+          r_(std::move(r)) {}
+
+    /// Cluster mode: the settings every statement is sent with (empty on one server).
+    const replication& replicated() const noexcept { return r_; }
+
+    /// Cluster mode: how many replicas the connected replica's shard has in
+    /// `cluster` (0: the server does not know the cluster).
+    static statement count_shard_replicas(std::string_view cluster) {
+        return {"SELECT count() AS n FROM system.clusters WHERE cluster = {cluster:String} AND shard_num = "
+                "(SELECT any(shard_num) FROM system.clusters WHERE cluster = {cluster:String} AND is_local)",
+                {string_param("cluster", std::string(cluster))}, "JSONEachRow", {}, true};
+    }
 
     const server_features& features() const noexcept { return f_; }
 
@@ -133,15 +159,15 @@ public:
     static statement select_version() { return {"SELECT version()", {}, "TabSeparated", {}, true}; }
 
     statement create_database() const {
-        return {"CREATE DATABASE IF NOT EXISTS " + t_.database, {}, {}, {}, true};
+        return {"CREATE DATABASE IF NOT EXISTS " + t_.database + on_cluster(), {}, {}, {}, true};
     }
 
     statement create_state_table() const {
-        return {"CREATE TABLE IF NOT EXISTS " + t_.state +
+        return {"CREATE TABLE IF NOT EXISTS " + t_.state + on_cluster() +
                     " (state_id String, partial_state Nullable(String), completed_state Nullable(String),"
                     + (f_.datetime64 ? std::string(" updated_at DateTime64(3) DEFAULT now64(3))")
                                      : std::string(" updated_at UInt64 DEFAULT toUInt64(toUnixTimestamp(now())) * 1000)")) +
-                    " ENGINE = ReplacingMergeTree(updated_at) ORDER BY state_id",
+                    " ENGINE = " + engine("ReplacingMergeTree", t_.state_name, "updated_at") + " ORDER BY state_id",
                 {}, {}, {}, true};
     }
 
@@ -153,14 +179,15 @@ public:
     bool deletes_are_mutations() const noexcept { return !f_.lightweight_delete; }
 
     statement create_lock_table() const {
-        std::string sql = "CREATE TABLE IF NOT EXISTS " + t_.lock +
+        std::string sql = "CREATE TABLE IF NOT EXISTS " + t_.lock + on_cluster() +
                           " (state_id String, lock_id String, locked_at DateTime DEFAULT now())"
-                          " ENGINE = ReplacingMergeTree(locked_at) ORDER BY state_id";
+                          " ENGINE = " + engine("ReplacingMergeTree", t_.lock_name, "locked_at") + " ORDER BY state_id";
         // Servers without lightweight DELETE cannot share tables with the
-        // seed anyway (it needs DateTime64 and DELETE FROM): there the
-        // sorting key also holds lock_id, so a background merge never
-        // collapses rival candidate rows into one (a seed weakness).
-        if (!f_.lightweight_delete)
+        // seed anyway (it needs DateTime64 and DELETE FROM), nor can a
+        // cluster's replicated tables: there the sorting key also holds
+        // lock_id, so a background merge never collapses rival candidate
+        // rows into one (a seed weakness).
+        if (!f_.lightweight_delete || r_.enabled())
             sql.replace(sql.size() - std::string_view("state_id").size(), std::string_view("state_id").size(),
                         "(state_id, lock_id)");
         if (f_.ttl)
@@ -277,7 +304,8 @@ public:
     }
 
     statement count_states() const {
-        return {"SELECT count() AS n FROM " + t_.state + " FINAL", {}, "JSONEachRow", {}, true};
+        return {"SELECT count() AS n FROM " + t_.state + " FINAL" + (r_.enabled() ? " WHERE state_id != ''" : ""),
+                {}, "JSONEachRow", {}, true};
     }
 
     statement truncate_states() const {
@@ -291,6 +319,8 @@ public:
     statement select_state_ids(std::string_view glob) const {
         statement s{"SELECT DISTINCT state_id FROM " + t_.state + " FINAL", {}, "RowBinary", {}, true};
         if (glob_matches_all(glob)) {
+            if (r_.enabled())
+                s.sql += " WHERE state_id != ''"; // not the delete nudges (nudge_delete)
         } else if (!glob_has_wildcard(glob)) {
             s.sql += " WHERE state_id = {state_id:String}";
             s.parameters.push_back(string_param("state_id", std::string(glob)));
@@ -304,8 +334,8 @@ public:
 
     /// Blocks of 1000 rows keep each streamed reply chunk small.
     statement select_all_states() const {
-        return {"SELECT state_id, partial_state, completed_state FROM " + t_.state +
-                    " FINAL ORDER BY state_id SETTINGS max_block_size = 1000",
+        return {"SELECT state_id, partial_state, completed_state FROM " + t_.state + " FINAL" +
+                    (r_.enabled() ? " WHERE state_id != ''" : "") + " ORDER BY state_id SETTINGS max_block_size = 1000",
                 {}, "RowBinary", {}, true};
     }
 
@@ -364,10 +394,13 @@ public:
     // with the part's commit (clickhouse-facts.md, "Semantics").
 
     statement create_grant_table() const {
-        return {"CREATE TABLE IF NOT EXISTS " + t_.grant +
+        // Replicated: ZooKeeper (Keeper) arbitrates block ids across
+        // replicas, so rival grants on two replicas deduplicate alike.
+        return {"CREATE TABLE IF NOT EXISTS " + t_.grant + on_cluster() +
                     " (state_id String, token UInt64, lock_id String, kind String, expires_ms UInt64)"
-                    " ENGINE = MergeTree ORDER BY (state_id, token, kind)"
-                    " SETTINGS non_replicated_deduplication_window = 10000",
+                    " ENGINE = " + engine("MergeTree", t_.grant_name, "") + " ORDER BY (state_id, token, kind)" +
+                    (r_.enabled() ? " SETTINGS replicated_deduplication_window = 10000"
+                                  : " SETTINGS non_replicated_deduplication_window = 10000"),
                 {}, {}, {}, true};
     }
 
@@ -441,6 +474,38 @@ public:
                 {}, {}, true};
     }
 
+    /// Cluster mode: how many rows a DELETE (`del`, an ALTER … DELETE or
+    /// DELETE FROM built here) still leaves on the connected replica.
+    static statement rows_left_by(const statement& del) {
+        const auto where = del.sql.find(" WHERE ");
+        std::string table = del.sql.substr(0, where);
+        for (std::string_view head : {"ALTER TABLE ", "DELETE FROM "})
+            if (table.starts_with(head))
+                table.erase(0, head.size());
+        if (table.ends_with(" DELETE"))
+            table.resize(table.size() - std::string_view(" DELETE").size());
+        return {"SELECT count() AS n FROM " + table + del.sql.substr(where), {}, "JSONEachRow", {}, true};
+    }
+
+    /// Cluster mode, servers up to 18.x at least: the newest part written
+    /// with insert_quorum is never mutated until a newer quorum part
+    /// exists (docs/cluster-rig-findings.md), so a DELETE of rows in it
+    /// does not finish. One row of its own, with an empty state_id (an id
+    /// no state has; the readers skip it) and `nonce` (no two alike, or
+    /// block deduplication would drop it), becomes that newest part.
+    /// `table`: 0 state, 1 lock, 2 grant.
+    statement nudge_delete(int table, std::string_view nonce) const {
+        statement st{{}, {string_param("nonce", std::string(nonce))}, {}, {}, false};
+        if (table == 0)
+            st.sql = "INSERT INTO " + t_.state + " (state_id, partial_state, completed_state) SELECT '', {nonce:String}, NULL";
+        else if (table == 1)
+            st.sql = "INSERT INTO " + t_.lock + " (state_id, lock_id) SELECT '', {nonce:String}";
+        else
+            st.sql = "INSERT INTO " + t_.grant + " (state_id, token, lock_id, kind, expires_ms) SELECT '', 0, "
+                     "{nonce:String}, 'nudge', 0";
+        return st;
+    }
+
     /// Old servers: unfinished mutations on the state (lock = false) or lock table.
     statement pending_mutations(bool lock) const {
         return {"SELECT count() AS n FROM system.mutations WHERE database = {database:String}"
@@ -470,6 +535,26 @@ private:
                " AND kind = 'release') = 0";
     }
 
+    /// " ON CLUSTER `name`" in cluster mode, else nothing.
+    std::string on_cluster() const {
+        return r_.enabled() ? " ON CLUSTER " + quote_identifier(r_.cluster) : std::string();
+    }
+
+    /// `base`(version) on one server; Replicated`base`('path', 'replica'[,
+    /// version]) in cluster mode, the path's {database} and {table}
+    /// replaced by this table's names.
+    std::string engine(std::string_view base, const std::string& table, std::string_view version) const {
+        if (!r_.enabled())
+            return std::string(base) + (version.empty() ? "" : "(" + std::string(version) + ")");
+        std::string path = r_.zookeeper_path;
+        for (auto [macro, value] : {std::pair{std::string_view("{database}"), t_.schema_name},
+                                    std::pair{std::string_view("{table}"), table}})
+            for (auto at = path.find(macro); at != std::string::npos; at = path.find(macro, at + value.size()))
+                path.replace(at, macro.size(), value);
+        return "Replicated" + std::string(base) + "(" + quote_string(path) + ", " + quote_string(r_.replica) +
+               (version.empty() ? "" : ", " + std::string(version)) + ")";
+    }
+
     std::string delete_from(const std::string& table) const {
         return (f_.lightweight_delete ? "DELETE FROM " : "ALTER TABLE ") + table +
                (f_.lightweight_delete ? "" : " DELETE");
@@ -478,6 +563,7 @@ private:
     table_names t_;
     server_features f_;
     bool monotonic_ = true;
+    replication r_;
 };
 
 } // namespace chstate::detail

@@ -1,4 +1,5 @@
-// chstate/detail/uuid.hpp — random (version 4) UUID text for lock ids.
+// chstate/detail/uuid.hpp — random (version 4) UUID text for lock ids, and
+// random pauses.
 #pragma once
 
 #include <array>
@@ -8,12 +9,23 @@
 
 namespace chstate::detail {
 
-inline std::string random_uuid() {
+/// This thread's generator, seeded from std::random_device.
+inline std::mt19937_64& random_engine() {
     thread_local std::mt19937_64 engine{[] {
         std::random_device rd;
         std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
         return std::mt19937_64(seq);
     }()};
+    return engine;
+}
+
+/// A number in [0, n) (0 when n is 0).
+inline unsigned random_below(unsigned n) {
+    return n == 0 ? 0 : static_cast<unsigned>(random_engine()() % n);
+}
+
+inline std::string random_uuid() {
+    auto& engine = random_engine();
     std::array<std::uint8_t, 16> b{};
     for (std::size_t i = 0; i < 16; i += 8) {
         std::uint64_t r = engine();

@@ -156,6 +156,11 @@ public:
     /// Runs `stmt` on the calling thread (an engine thread), streaming the
     /// reply into `sink`.
     error_code run(const statement& stmt, const result_sink& sink, diagnostics& diag) {
+        if (!stmt.settings.empty()) {
+            diag.message = "the embedded engine has no replicas: statement setting " + stmt.settings.front().name +
+                           " (cluster mode) cannot apply";
+            return make_error_code(errc::unsupported);
+        }
         api::connection* c = checkout();
         if (!c) {
             diag.message = "chDB could not open another connection to " + path_;

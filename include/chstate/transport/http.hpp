@@ -692,6 +692,26 @@ private:
         out.buffered = o.wait_end_of_query || stmt.format == "RowBinary";
         if (out.buffered)
             add("wait_end_of_query", "1");
+        for (const auto& st : stmt.settings) {
+            // A name the transport sets itself, or one that is not a plain
+            // setting name, could change what the request means.
+            const bool plain = !st.name.empty() && std::all_of(st.name.begin(), st.name.end(), [](char c) {
+                return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+            });
+            if (!plain || st.name == "database" || st.name == "default_format" || st.name == "query" ||
+                st.name == "wait_end_of_query" || st.name.starts_with(values_table) || st.name == "user" ||
+                st.name == "password") {
+                diag.message = plain ? "statement setting " + st.name + " is one the HTTP transport sets itself"
+                                     : std::string("a statement setting's name is not lower-case letters, digits "
+                                                   "and '_'");
+                return make_error_code(errc::invalid_argument);
+            }
+            if (detail::find_control_character(st.value) != std::string_view::npos) {
+                diag.message = "statement setting " + st.name + " has a control character in its value";
+                return make_error_code(errc::invalid_argument);
+            }
+            add(st.name, st.value);
+        }
         if (stmt.parameters.empty() && stmt.data.empty()) {
             out.body = stmt.sql; // no value in it, but any length: the body, not the URL
         } else if (stmt.data.empty() && detail::parameter_bytes(stmt) <= detail::inline_parameter_limit) {

@@ -505,6 +505,12 @@ public:
         r.complete = [shared, hex](error_code ec) {
             asio::post(hex, [shared, ec]() mutable { std::move(*shared)(ec); });
         };
+        if (!stmt.settings.empty()) { // no replicas here (cluster mode)
+            diag.message = "the simulated server has no replicas: statement setting " + stmt.settings.front().name +
+                           " (cluster mode) cannot apply";
+            r.complete(make_error_code(errc::unsupported));
+            return;
+        }
         {
             std::lock_guard lk(mutex_);
             if (manual_) {
