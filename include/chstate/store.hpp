@@ -789,6 +789,17 @@ private:
         std::vector<statement> ddl{stm->create_database(), stm->create_state_table(), stm->create_lock_table()};
         if (strict)
             ddl.push_back(stm->create_grant_table());
+        if (stm->replicated().enabled()) {
+            const auto& t = stm->tables();
+            std::vector<std::string> names{t.state_name, t.lock_name};
+            if (strict)
+                names.push_back(t.grant_name);
+            auto [tec, found] = co_await rows(stm->count_existing_tables(names), diag);
+            if (tec)
+                co_return std::tuple{tec};
+            if (auto n = found.empty() ? std::nullopt : detail::uint_field(found.front(), "n"); n && *n == names.size())
+                ddl.clear(); // every table is here: no ON CLUSTER wait for every replica
+        }
         for (const statement& s : ddl) {
             auto [ddl_ec] = co_await send(s, [](std::string_view) { return error_code{}; }, diag);
             // A concurrent creator may win the race between IF NOT EXISTS and CREATE.
@@ -835,6 +846,11 @@ private:
         repl.settings = {{"insert_quorum", std::to_string(quorum)},
                          {"insert_quorum_timeout", std::to_string(c.insert_quorum_timeout.count())},
                          {"select_sequential_consistency", "1"}};
+        // Parallel quorum inserts (the default where the setting exists)
+        // leave a sequentially consistent read free to miss a write that
+        // was acknowledged: one quorum INSERT at a time, as on 18.16.
+        if (auto p = detail::uint_field(found.front(), "p"); p && *p > 0)
+            repl.settings.push_back({"insert_quorum_parallel", "0"});
         co_return std::tuple{error_code{}};
     }
 

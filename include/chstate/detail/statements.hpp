@@ -142,11 +142,31 @@ public:
     /// Cluster mode: the settings every statement is sent with (empty on one server).
     const replication& replicated() const noexcept { return r_; }
 
-    /// Cluster mode: how many replicas the connected replica's shard has in
-    /// `cluster` (0: the server does not know the cluster).
+    /// Cluster mode: how many of the store's tables (`names`, unquoted)
+    /// the connected replica already has. When all do, the store skips its
+    /// ON CLUSTER DDL, which waits for every replica of the cluster (up to
+    /// distributed_ddl_task_timeout, 180 s) — a store must still start
+    /// while a replica is down.
+    statement count_existing_tables(const std::vector<std::string>& names) const {
+        std::string list = "[";
+        for (std::size_t i = 0; i < names.size(); ++i)
+            list += (i ? "," : "") + quote_string(names[i]);
+        list += ']';
+        return {"SELECT count() AS n FROM system.tables WHERE database = {database:String} AND name IN "
+                "(SELECT arrayJoin({names:Array(String)}))",
+                {string_param("database", t_.schema_name), {"names", "Array(String)", std::move(list)}}, "JSONEachRow",
+                {}, true};
+    }
+
+    /// Cluster mode: `n`, how many replicas the connected replica's shard
+    /// has in `cluster` (0: the server does not know the cluster), and `p`,
+    /// 1 when the server has insert_quorum_parallel (≥ 20.10; quorum
+    /// inserts may then run side by side, and a sequentially consistent
+    /// read holds only when they do not).
     static statement count_shard_replicas(std::string_view cluster) {
-        return {"SELECT count() AS n FROM system.clusters WHERE cluster = {cluster:String} AND shard_num = "
-                "(SELECT any(shard_num) FROM system.clusters WHERE cluster = {cluster:String} AND is_local)",
+        return {"SELECT (SELECT count() FROM system.clusters WHERE cluster = {cluster:String} AND shard_num = "
+                "(SELECT any(shard_num) FROM system.clusters WHERE cluster = {cluster:String} AND is_local)) AS n, "
+                "(SELECT count() FROM system.settings WHERE name = 'insert_quorum_parallel') AS p",
                 {string_param("cluster", std::string(cluster))}, "JSONEachRow", {}, true};
     }
 
