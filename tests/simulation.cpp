@@ -292,6 +292,11 @@ struct scenario {
     duration start_gap{0};      ///< client i starts i*start_gap late
     duration first_work{0};     ///< when set: client 0's time inside the critical section (others: work)
     lock_options lock{};
+    // Cluster mode (store_options::cluster on simulated_clickhouse::create_cluster):
+    std::size_t replicas = 0;     ///< replicas of the shard; client i on replica i % replicas (0: one server)
+    bool quorum_timeouts = false; ///< the explorer may time out a waiting quorum INSERT (319)
+    bool fetch_any_order = false; ///< a replica's fetches in any order (else its oldest first)
+    bool quorum_parallel = true;  ///< the server's insert_quorum_parallel default (ClickHouse's: 1)
 };
 
 struct outcome {
@@ -315,18 +320,29 @@ using chooser = std::function<std::size_t(std::size_t options)>;
 inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt19937_64& rng, const chooser& choose) {
     asio::io_context ioc;
     manual_clock base(time_point{} + std::chrono::seconds(1'700'000'000));
-    auto server = simulated_clickhouse::create(base, true);
+    const bool cluster = sc.replicas > 0;
+    auto server = cluster ? simulated_clickhouse::create_cluster(sc.replicas, base, true, "sim_cluster")
+                          : simulated_clickhouse::create(base, true);
+    server->set_insert_quorum_parallel_default(sc.quorum_parallel);
     auto ids = std::make_shared<id_map>();
     ids->order = order;
     ids->rng = &rng;
     store_options o;
     o.schema = "sim";
     o.lock = sc.lock;
+    if (cluster) {
+        o.cluster.name = "sim_cluster";
+        o.cluster.insert_quorum_timeout = 2s; // the store's 286 retries stop after it (real time)
+    }
     std::vector<std::unique_ptr<sim_store>> stores;
     for (int c = 0; c < sc.clients; ++c)
         stores.push_back(std::make_unique<sim_store>(
-            ioc.get_executor(), det_transport(simulated_transport(server, ioc.get_executor(), std::size_t(c)), ids), o,
-            base.skewed(sc.skew * c)));
+            ioc.get_executor(),
+            det_transport(simulated_transport(server, ioc.get_executor(), std::size_t(c),
+                                              cluster ? std::size_t(c) % sc.replicas : 0),
+                          ids),
+            o, base.skewed(sc.skew * c)));
+    int running = sc.clients; // client coroutines not yet finished
 
     outcome out;
     // Critical sections: one whose write was refused by the fencing check
@@ -340,6 +356,10 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         asio::co_spawn(
             ioc,
             [&, c]() -> asio::awaitable<void> {
+                struct finished {
+                    int& n;
+                    ~finished() { --n; }
+                } count_down{running};
                 auto& st = *stores[c];
                 auto tup = asio::as_tuple(asio::use_awaitable);
                 if (sc.start_gap.count() > 0 && c > 0)
@@ -399,21 +419,49 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         // Schema set-up is not interesting: deliver it in order, without a choice.
         bool setup = false;
         for (std::size_t k = 0; k < pend.size() && !setup; ++k)
-            if (pend[k].sql.starts_with("SELECT version") || pend[k].sql.starts_with("CREATE")) {
+            if (pend[k].sql.starts_with("SELECT version") || pend[k].sql.starts_with("CREATE") ||
+                pend[k].sql.find("FROM system.clusters") != std::string::npos) {
                 server->step(k);
                 setup = true;
             }
         if (setup)
             continue;
         bool waits = base.pending_waits() > 0;
-        if (pend.empty() && !waits)
-            break;
-        // options: deliver pending[k] | merge the lock table | let time pass
+        // Cluster mode: replication tasks the explorer may run now (a
+        // replica's oldest unless fetch_any_order), quorum INSERTs waiting.
+        std::vector<int> tasks;
+        std::size_t quorum_waiting = 0;
+        if (cluster) {
+            auto pr = server->pending_replication();
+            std::set<std::size_t> seen;
+            for (std::size_t k = 0; k < pr.size(); ++k)
+                if (sc.fetch_any_order || seen.insert(pr[k].replica).second)
+                    tasks.push_back(int(k));
+            quorum_waiting = server->quorum_waits().size();
+        }
+        if (pend.empty() && !waits && tasks.empty() && (!sc.quorum_timeouts || quorum_waiting == 0)) {
+            if (!cluster || running == 0)
+                break;
+            // A store pausing on a real timer (the 286 retry, a delete's poll).
+            ioc.restart();
+            if (ioc.run_one_for(std::chrono::milliseconds(500)) == 0) {
+                out.stuck = true;
+                break;
+            }
+            continue;
+        }
+        // options: deliver pending[k] | run replication task | time out a
+        // quorum INSERT | merge the lock table | let time pass
         std::vector<int> options;
         for (std::size_t k = 0; k < pend.size(); ++k)
             options.push_back(int(k));
-        if (pend.empty())
-            options.push_back(-2); // time must pass
+        for (int k : tasks)
+            options.push_back(-1000 - k);
+        if (sc.quorum_timeouts)
+            for (std::size_t w = 0; w < quorum_waiting; ++w)
+                options.push_back(-100 - int(w));
+        if (pend.empty() && (tasks.empty() || cluster) && waits)
+            options.push_back(-2); // time must pass (on a cluster: replicas may lag meanwhile)
         else if (sc.delays && waits)
             options.push_back(-2);
         if (sc.merges && server->part_count(lock_table) >= 2)
@@ -421,9 +469,20 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         std::size_t pick = options.size() == 1 ? 0 : choose(options.size());
         int a = options[pick];
         if (trace()) {
-            std::string what = a >= 0 ? std::to_string(pend[std::size_t(a)].client) + ": " + pend[std::size_t(a)].sql
-                               : a == -1 ? std::string("merge lock table")
-                                         : std::string("time passes");
+            std::string what = a >= 0 ? std::to_string(pend[std::size_t(a)].client) + "@r" +
+                                            std::to_string(pend[std::size_t(a)].replica) + ": " + pend[std::size_t(a)].sql
+                               : a <= -1000 ? "replicate: " + std::string(server->pending_replication()[std::size_t(-1000 - a)].kind ==
+                                                                                  simulated_clickhouse::replication_task::fetch
+                                                                              ? "fetch block "
+                                                                              : "mutation ") +
+                                                  std::to_string(server->pending_replication()[std::size_t(-1000 - a)].block) +
+                                                  " of " + server->pending_replication()[std::size_t(-1000 - a)].table +
+                                                  " to r" +
+                                                  std::to_string(server->pending_replication()[std::size_t(-1000 - a)].replica)
+                               : a <= -100 ? "quorum timeout (319) for the INSERT of client " +
+                                                 std::to_string(server->quorum_waits()[std::size_t(-100 - a)].client)
+                               : a == -1   ? std::string("merge lock table")
+                                           : std::string("time passes");
             std::printf("  t=%lld %s\n",
                         (long long)std::chrono::duration_cast<std::chrono::seconds>(base.now().time_since_epoch()).count() -
                             1700000000,
@@ -431,6 +490,10 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         }
         if (a >= 0)
             server->step(std::size_t(a));
+        else if (a <= -1000)
+            server->replicate(std::size_t(-1000 - a));
+        else if (a <= -100)
+            server->time_out_quorum(std::size_t(-100 - a));
         else if (a == -1)
             server->merge(lock_table);
         else
@@ -440,6 +503,8 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
     server->set_manual_delivery(false);
     while (server->pending_count() > 0)
         server->step(0);
+    if (cluster)
+        server->replicate_all();
     ioc.restart();
     ioc.poll();
     for (auto [a, b] : overlaps)
@@ -654,6 +719,59 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
 
 }
 
+// ---- the lock protocols on a replicated cluster -------------------------------
+
+TEST_CASE("lock-schedules: both protocols on a simulated cluster (lagging fetches, quorum timeouts)") {
+    const auto wall_start = std::chrono::steady_clock::now();
+    struct cls {
+        scenario sc;
+        std::size_t schedules;
+        std::uint64_t seed;
+    };
+    lock_options seed_locks = quick_locks();
+    seed_locks.mode = lock_mode::seed_compatible;
+    lock_options strict_locks = quick_locks();
+    strict_locks.mode = lock_mode::strict;
+    std::vector<cls> classes = {
+        {{.name = "seed-compatible, 2 replicas", .delays = true, .work = 2s, .lock = seed_locks, .replicas = 2,
+          .quorum_timeouts = true},
+         300, 11},
+        {{.name = "seed-compatible, 3 replicas", .clients = 3, .delays = true, .work = 2s, .lock = seed_locks,
+          .replicas = 3, .quorum_timeouts = true},
+         300, 12},
+        {{.name = "seed-compatible, 3 replicas, insert_quorum_parallel=0", .clients = 3, .delays = true, .work = 2s,
+          .lock = seed_locks, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false},
+         300, 13},
+        {{.name = "strict, 2 replicas", .delays = true, .work = 2s, .lock = strict_locks, .replicas = 2,
+          .quorum_timeouts = true},
+         300, 21},
+        {{.name = "strict, 3 replicas", .clients = 3, .delays = true, .work = 2s, .lock = strict_locks,
+          .replicas = 3, .quorum_timeouts = true},
+         300, 22},
+        {{.name = "strict, 3 replicas, insert_quorum_parallel=0", .clients = 3, .delays = true, .work = 2s,
+          .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false},
+         300, 23},
+        {{.name = "strict, 3 replicas, insert_quorum_parallel=0, fetches in any order", .clients = 3, .delays = true,
+          .work = 2s, .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .fetch_any_order = true,
+          .quorum_parallel = false},
+         300, 24},
+    };
+    tally total;
+    for (auto& c : classes) {
+        auto t0 = std::chrono::steady_clock::now();
+        auto t = explore_random(c.sc, c.schedules, c.seed);
+        std::printf("lock-schedules[cluster, %s, N=%d, seeded]: explored=%zu double_grants=%zu lost_updates=%zu "
+                    "stuck=%zu fenced_writes=%zu (%.1f s)\n",
+                    c.sc.name, c.sc.clients, t.explored, t.double_grants, t.lost_updates, t.stuck, t.refused,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        CHECK(t.stuck == 0);
+        total.add(t);
+    }
+    auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    std::printf("lock-schedules[cluster]: explored=%zu double_grants=%zu lost_updates=%zu (%.1f s)\n", total.explored,
+                total.double_grants, total.lost_updates, secs);
+}
+
 TEST_CASE("strict lock: a token the server deduplicates without a row is skipped, not retried forever") {
     // ClickHouse's MergeTreeSink records a block's deduplication id before it
     // commits the part; a commit that then fails leaves the id behind, and
@@ -786,6 +904,174 @@ TEST_CASE("simulator: cluster mode on an engine without replicas fails with unsu
     CHECK(done);
     CHECK(got == errc::unsupported);
     CHECK(diag.message.find("no replicas") != std::string::npos);
+}
+
+// ---- cluster mode: replicas, quorum, sequential consistency ----------------
+
+/// Runs `text` on `replica` with `settings`; the reply, or throws.
+inline std::string sql_on(simulated_clickhouse& s, std::size_t replica, const std::string& text,
+                          std::vector<setting> settings = {}) {
+    statement st{text, {}, "TabSeparated", {}, false};
+    st.settings = std::move(settings);
+    std::string out;
+    diagnostics d;
+    auto ec = s.execute(st, out, d, replica);
+    if (ec)
+        throw error(ec, d.message);
+    return out;
+}
+
+/// Sends `text` through a transport bound to `replica` (manual delivery:
+/// pending until stepped); `done` gets its code.
+inline void send_on(asio::io_context& io, const std::shared_ptr<simulated_clickhouse>& s, std::size_t replica,
+                    const std::string& text, std::vector<setting> settings, std::optional<error_code>& done) {
+    simulated_transport t(s, io.get_executor(), replica, replica);
+    auto st = std::make_shared<statement>(statement{text, {}, "TabSeparated", {}, false});
+    st->settings = std::move(settings);
+    auto d = std::make_shared<diagnostics>();
+    t.async_execute(*st, [](std::string_view) { return error_code{}; }, *d, [st, d, &done](error_code ec) { done = ec; });
+}
+
+TEST_CASE("simulated cluster: fetches, deduplication across replicas, quorum, sequential consistency, mutations") {
+    manual_clock clock(time_point{} + std::chrono::seconds(1'700'000'000));
+    auto s = simulated_clickhouse::create_cluster(3, clock, true, "c");
+    asio::io_context io;
+    auto settle = [&] {
+        io.restart();
+        io.poll();
+    };
+    const std::vector<setting> q2 = {{"insert_quorum", "2"}, {"insert_quorum_parallel", "0"}};
+    const std::vector<setting> seq = {{"select_sequential_consistency", "1"}};
+    CHECK_THROWS(sql_on(*s, 0, "CREATE DATABASE m ON CLUSTER other"));
+    sql_on(*s, 0, "CREATE DATABASE IF NOT EXISTS m ON CLUSTER `c`");
+    sql_on(*s, 0, "CREATE TABLE m.t ON CLUSTER c (k String, v String) ENGINE = "
+                  "ReplicatedMergeTree('/clickhouse/tables/{shard}/m/t', '{replica}') ORDER BY k");
+    for (std::size_t r = 0; r < 3; ++r)
+        CHECK(sql_on(*s, r, "SELECT engine FROM system.tables WHERE database = 'm'") == "ReplicatedMergeTree\n");
+    CHECK(sql_on(*s, 2, "SELECT count() FROM system.clusters WHERE cluster = 'c' AND shard_num = "
+                        "(SELECT any(shard_num) FROM system.clusters WHERE cluster = 'c' AND is_local)") == "3\n");
+    // A plain INSERT lands on its replica; the others fetch it later.
+    sql_on(*s, 0, "INSERT INTO m.t (k, v) VALUES ('a', '1')");
+    CHECK(s->row_count("m.t", 0) == 1);
+    CHECK(s->row_count("m.t", 1) == 0);
+    REQUIRE(s->pending_replication().size() == 2);
+    CHECK(s->pending_replication()[0].replica == 1);
+    s->replicate(0);
+    CHECK(s->row_count("m.t", 1) == 1);
+    // The same block on the lagging replica: deduplicated (ZooKeeper's block
+    // ids), copied there; no new block anywhere.
+    sql_on(*s, 2, "INSERT INTO m.t (k, v) VALUES ('a', '1')");
+    CHECK(s->row_count("m.t", 2) == 1);
+    s->replicate_all();
+    CHECK(s->row_count("m.t", 0) == 1);
+    // A quorum INSERT waits for its quorum; meanwhile another one gets 286,
+    // and sequential reads do not see the pending part.
+    std::optional<error_code> first, second, third;
+    send_on(io, s, 0, "INSERT INTO m.t (k, v) VALUES ('b', '2')", q2, first);
+    s->step(0);
+    settle();
+    CHECK(!first);
+    CHECK(s->quorum_waits().size() == 1);
+    send_on(io, s, 1, "INSERT INTO m.t (k, v) VALUES ('c', '3')", q2, second);
+    s->step(0);
+    settle();
+    REQUIRE(second);
+    CHECK(*second == make_clickhouse_error(286));
+    CHECK(sql_on(*s, 0, "SELECT count() FROM m.t", seq) == "1\n");
+    CHECK(sql_on(*s, 0, "SELECT count() FROM m.t") == "2\n");
+    s->replicate(1); // the fetch to replica 2
+    settle();
+    REQUIRE(first);
+    CHECK(!*first);
+    // Replica 1 lacks the last quorum part: sequential reads fail there.
+    try {
+        sql_on(*s, 1, "SELECT count() FROM m.t", seq);
+        FAIL("no 289");
+    } catch (const error& e) {
+        CHECK(e.code() == make_clickhouse_error(289));
+    }
+    CHECK(sql_on(*s, 2, "SELECT count() FROM m.t", seq) == "2\n");
+    s->replicate_all();
+    CHECK(sql_on(*s, 1, "SELECT count() FROM m.t", seq) == "2\n");
+    // A quorum that times out: 319, the part stays on its replica, the next
+    // quorum INSERT gets 286 until a fetch completes the quorum; then the
+    // timed-out row is visible to sequential reads.
+    first.reset();
+    second.reset();
+    send_on(io, s, 0, "INSERT INTO m.t (k, v) VALUES ('d', '4')", q2, first);
+    s->step(0);
+    s->time_out_quorum(0);
+    settle();
+    REQUIRE(first);
+    CHECK(*first == make_clickhouse_error(319));
+    CHECK(*first == errc::outcome_unknown);
+    CHECK(sql_on(*s, 0, "SELECT count() FROM m.t", seq) == "2\n");
+    send_on(io, s, 2, "INSERT INTO m.t (k, v) VALUES ('e', '5')", q2, second);
+    s->step(0);
+    settle();
+    REQUIRE(second);
+    CHECK(*second == make_clickhouse_error(286));
+    s->replicate(0);
+    CHECK(sql_on(*s, 1, "SELECT count() FROM m.t WHERE k = 'd'", seq) == "1\n");
+    s->replicate_all();
+    // insert_quorum_parallel = 1 (the default): no 286, and no 289 on a
+    // replica that lacks the acknowledged part.
+    first.reset();
+    second.reset();
+    send_on(io, s, 0, "INSERT INTO m.t (k, v) VALUES ('f', '6')", {{"insert_quorum", "2"}}, first);
+    send_on(io, s, 1, "INSERT INTO m.t (k, v) VALUES ('g', '7')", {{"insert_quorum", "2"}}, second);
+    s->step(0);
+    s->step(0);
+    CHECK(s->quorum_waits().size() == 2);
+    for (std::size_t k = 0; k < s->pending_replication().size();)
+        if (s->pending_replication()[k].replica == 1)
+            s->replicate(k); // replica 1 fetches 'f'
+        else
+            ++k;
+    settle();
+    REQUIRE(first);
+    CHECK(!*first);
+    CHECK(!second);
+    CHECK(sql_on(*s, 2, "SELECT count() FROM m.t WHERE k = 'f'", seq) == "0\n"); // stale, no error
+    s->replicate_all();
+    settle();
+    REQUIRE(second);
+    CHECK(!*second);
+    // Quorum larger than the shard: 285.
+    try {
+        sql_on(*s, 0, "INSERT INTO m.t (k, v) VALUES ('h', '8')", {{"insert_quorum", "4"}});
+        FAIL("no 285");
+    } catch (const error& e) {
+        CHECK(e.code() == make_clickhouse_error(285));
+    }
+    // Mutations: ALTER … DELETE waits for each replica's task; DELETE FROM
+    // applies on its replica at once. A block fetched later is mutated too.
+    sql_on(*s, 0, "ALTER TABLE m.t DELETE WHERE k = 'a'");
+    CHECK(sql_on(*s, 0, "SELECT count() FROM m.t WHERE k = 'a'") == "1\n");
+    CHECK(sql_on(*s, 0, "SELECT count() FROM system.mutations WHERE database = 'm' AND is_done = 0") == "1\n");
+    s->replicate(0);
+    CHECK(sql_on(*s, 0, "SELECT count() FROM m.t WHERE k = 'a'") == "0\n");
+    CHECK(sql_on(*s, 1, "SELECT count() FROM m.t WHERE k = 'a'") == "1\n");
+    s->replicate_all();
+    sql_on(*s, 1, "INSERT INTO m.t (k, v) VALUES ('z', '9')");
+    sql_on(*s, 1, "DELETE FROM m.t WHERE k = 'z'");
+    CHECK(sql_on(*s, 1, "SELECT count() FROM m.t WHERE k = 'z'") == "0\n");
+    s->replicate_all();
+    for (std::size_t r = 0; r < 3; ++r)
+        CHECK(sql_on(*s, r, "SELECT count() FROM m.t WHERE k = 'z' OR k = 'a'") == "0\n");
+    // A grant table's token deduplication is shared by the replicas.
+    sql_on(*s, 0, "CREATE TABLE m.g ON CLUSTER c (k String, v String) ENGINE = ReplicatedMergeTree('/p', '{replica}') "
+                  "ORDER BY k SETTINGS replicated_deduplication_window = 10");
+    sql_on(*s, 0, "INSERT INTO m.g (k, v) SETTINGS insert_deduplication_token = 't' VALUES ('k', 'first')");
+    sql_on(*s, 2, "INSERT INTO m.g (k, v) SETTINGS insert_deduplication_token = 't' VALUES ('k', 'second')");
+    s->replicate_all();
+    for (std::size_t r = 0; r < 3; ++r)
+        CHECK(sql_on(*s, r, "SELECT v FROM m.g") == "first\n");
+    // One server still refuses the settings; a cluster refuses others.
+    auto single = simulated_clickhouse::create();
+    CHECK_THROWS(sql_on(*single, 0, "SELECT 1", seq));
+    CHECK_THROWS(sql_on(*s, 0, "SELECT 1", {{"max_threads", "1"}}));
+    CHECK_THROWS(sql_on(*single, 0, "CREATE TABLE default.x ON CLUSTER c (k String) ENGINE = MergeTree ORDER BY k"));
 }
 
 } // TEST_SUITE("simulated")
