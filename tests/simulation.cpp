@@ -297,6 +297,9 @@ struct scenario {
     bool quorum_timeouts = false; ///< the explorer may time out a waiting quorum INSERT (319)
     bool fetch_any_order = false; ///< a replica's fetches in any order (else its oldest first)
     bool quorum_parallel = true;  ///< the server's insert_quorum_parallel default (ClickHouse's: 1)
+    /// Per step, the chance that replication stands still (no task offered
+    /// while anything else can happen): replicas lag behind.
+    double lag = 0;
 };
 
 struct outcome {
@@ -379,6 +382,14 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
                         overlaps.emplace_back(other, me);
                     active.insert(me);
                     auto [gec, cur] = co_await st.async_get(std::string("job"), tup);
+                    if (gec) { // (cluster mode: e.g. 289, a replica behind the quorum) no read, no write
+                        if (trace())
+                            std::printf("  client %d: read failed: %s\n", c, gec.message().c_str());
+                        active.erase(me);
+                        ++out.gave_up;
+                        co_await lease.async_release(tup);
+                        co_return;
+                    }
                     std::int64_t n = (!gec && cur) ? cur->completed_state.at("n").as_int64() : 0;
                     chstate::array log = (!gec && cur) ? cur->completed_state.at("log").as_array() : chstate::array{};
                     const duration work = (c == 0 && sc.first_work.count() > 0) ? sc.first_work : sc.work;
@@ -430,16 +441,27 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         // Cluster mode: replication tasks the explorer may run now (a
         // replica's oldest unless fetch_any_order), quorum INSERTs waiting.
         std::vector<int> tasks;
+        std::vector<int> expired; // quorum INSERTs past insert_quorum_timeout (server clock)
         std::size_t quorum_waiting = 0;
         if (cluster) {
             auto pr = server->pending_replication();
             std::set<std::size_t> seen;
-            for (std::size_t k = 0; k < pr.size(); ++k)
+            const bool stall = sc.lag > 0 && (!pend.empty() || waits) &&
+                               std::uniform_real_distribution<double>(0, 1)(rng) < sc.lag;
+            for (std::size_t k = 0; k < pr.size() && !stall; ++k)
                 if (sc.fetch_any_order || seen.insert(pr[k].replica).second)
                     tasks.push_back(int(k));
-            quorum_waiting = server->quorum_waits().size();
+            auto qw = server->quorum_waits();
+            quorum_waiting = qw.size();
+            for (std::size_t w = 0; w < qw.size(); ++w)
+                if (qw[w].expired)
+                    expired.push_back(int(w));
         }
-        if (pend.empty() && !waits && tasks.empty() && (!sc.quorum_timeouts || quorum_waiting == 0)) {
+        if (pend.empty() && !waits && tasks.empty() && (!sc.quorum_timeouts || expired.empty())) {
+            if (sc.quorum_timeouts && quorum_waiting > 0) { // only a quorum timeout can move on
+                base.advance(o.cluster.insert_quorum_timeout);
+                continue;
+            }
             if (!cluster || running == 0)
                 break;
             // A store pausing on a real timer (the 286 retry, a delete's poll).
@@ -458,8 +480,8 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         for (int k : tasks)
             options.push_back(-1000 - k);
         if (sc.quorum_timeouts)
-            for (std::size_t w = 0; w < quorum_waiting; ++w)
-                options.push_back(-100 - int(w));
+            for (int w : expired)
+                options.push_back(-100 - w);
         if (pend.empty() && (tasks.empty() || cluster) && waits)
             options.push_back(-2); // time must pass (on a cluster: replicas may lag meanwhile)
         else if (sc.delays && waits)
@@ -473,9 +495,10 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
                                             std::to_string(pend[std::size_t(a)].replica) + ": " + pend[std::size_t(a)].sql
                                : a <= -1000 ? "replicate: " + std::string(server->pending_replication()[std::size_t(-1000 - a)].kind ==
                                                                                   simulated_clickhouse::replication_task::fetch
-                                                                              ? "fetch block "
-                                                                              : "mutation ") +
-                                                  std::to_string(server->pending_replication()[std::size_t(-1000 - a)].block) +
+                                                                              ? "fetch block " +
+                                                                                    std::to_string(server->pending_replication()[std::size_t(-1000 - a)].block)
+                                                                              : "mutation " +
+                                                                                    std::to_string(server->pending_replication()[std::size_t(-1000 - a)].mutation)) +
                                                   " of " + server->pending_replication()[std::size_t(-1000 - a)].table +
                                                   " to r" +
                                                   std::to_string(server->pending_replication()[std::size_t(-1000 - a)].replica)
@@ -533,6 +556,9 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         if (in_log.size() < confirmed.size())
             out.lost_update = true;
     }
+    if (trace())
+        std::printf("  => completed=%d gave_up=%d double_grant=%d lost_update=%d stuck=%d\n", out.completed, out.gave_up,
+                    int(out.double_grant), int(out.lost_update), int(out.stuck));
     stores.clear();
     return out;
 }
@@ -732,29 +758,42 @@ TEST_CASE("lock-schedules: both protocols on a simulated cluster (lagging fetche
     seed_locks.mode = lock_mode::seed_compatible;
     lock_options strict_locks = quick_locks();
     strict_locks.mode = lock_mode::strict;
+    lock_options short_lease = strict_locks;
+    short_lease.lease_ttl = 20s; // client 0's 25 s of work outlive it
+    short_lease.timeout = 60s;
     std::vector<cls> classes = {
         {{.name = "seed-compatible, 2 replicas", .delays = true, .work = 2s, .lock = seed_locks, .replicas = 2,
-          .quorum_timeouts = true},
+          .quorum_timeouts = true, .lag = 0.5},
          300, 11},
         {{.name = "seed-compatible, 3 replicas", .clients = 3, .delays = true, .work = 2s, .lock = seed_locks,
-          .replicas = 3, .quorum_timeouts = true},
+          .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
          300, 12},
         {{.name = "seed-compatible, 3 replicas, insert_quorum_parallel=0", .clients = 3, .delays = true, .work = 2s,
-          .lock = seed_locks, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false},
+          .lock = seed_locks, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false, .lag = 0.5},
          300, 13},
         {{.name = "strict, 2 replicas", .delays = true, .work = 2s, .lock = strict_locks, .replicas = 2,
-          .quorum_timeouts = true},
+          .quorum_timeouts = true, .lag = 0.5},
          300, 21},
         {{.name = "strict, 3 replicas", .clients = 3, .delays = true, .work = 2s, .lock = strict_locks,
-          .replicas = 3, .quorum_timeouts = true},
+          .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
          300, 22},
         {{.name = "strict, 3 replicas, insert_quorum_parallel=0", .clients = 3, .delays = true, .work = 2s,
-          .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false},
+          .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false, .lag = 0.5},
          300, 23},
+        {{.name = "strict, 3 replicas, fetches in any order", .clients = 3, .delays = true, .work = 2s,
+          .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .fetch_any_order = true, .lag = 0.5},
+         300, 24},
         {{.name = "strict, 3 replicas, insert_quorum_parallel=0, fetches in any order", .clients = 3, .delays = true,
           .work = 2s, .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .fetch_any_order = true,
-          .quorum_parallel = false},
-         300, 24},
+          .quorum_parallel = false, .lag = 0.5},
+         300, 25},
+        {{.name = "strict stale-holder, 3 replicas", .delays = true, .work = 2s, .first_work = 25s,
+          .lock = short_lease, .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
+         300, 26},
+        {{.name = "strict stale-holder, 3 replicas, insert_quorum_parallel=0", .delays = true, .work = 2s,
+          .first_work = 25s, .lock = short_lease, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false,
+          .lag = 0.5},
+         300, 27},
     };
     tally total;
     for (auto& c : classes) {

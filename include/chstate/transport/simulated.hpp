@@ -424,6 +424,9 @@ public:
         std::size_t client = 0, replica = 0;
         std::string table;
         std::uint64_t block = 0;
+        /// insert_quorum_timeout (default 600 s) has passed on the server's
+        /// clock since the INSERT ran: ClickHouse would give up now.
+        bool expired = false;
     };
 
     /// One shard of `replicas` replicas of cluster `cluster` (see the header
@@ -487,11 +490,11 @@ public:
         std::lock_guard lk(mutex_);
         std::vector<quorum_wait> out;
         for (auto& w : waiters_)
-            out.push_back({w.r.client, w.r.replica, w.table, w.block});
+            out.push_back({w.r.client, w.r.replica, w.table, w.block, now_ms() >= w.deadline_ms});
         return out;
     }
     /// The quorum INSERT `index` gives up waiting (insert_quorum_timeout
-    /// passed): it fails with 319, its part stays on the replicas that have
+    /// passed, or whenever the test says: see quorum_wait::expired): it fails with 319, its part stays on the replicas that have
     /// it, and the quorum is still completed by later fetches (18.16,
     /// docs/cluster-rig-findings.md).
     void time_out_quorum(std::size_t index) {
@@ -836,7 +839,8 @@ private:
                     *waiting = true;
                 if (r) {
                     r->diag->written_rows = p.written_rows;
-                    waiters_.push_back({std::move(*r), p.wait_table, p.wait_block, p.wait_parallel});
+                    waiters_.push_back({std::move(*r), p.wait_table, p.wait_block, p.wait_parallel,
+                                        now_ms() + p.qs.timeout_ms});
                 }
             }
             return {};
@@ -1063,6 +1067,7 @@ private:
         std::size_t quorum = 0; ///< insert_quorum (< 2: no quorum)
         bool parallel = true;   ///< insert_quorum_parallel
         bool sequential = false;
+        std::int64_t timeout_ms = 600'000; ///< insert_quorum_timeout
     };
 
     /// An INSERT's part into a replicated table (ReplicatedMergeTreeSink):
@@ -1343,6 +1348,8 @@ private:
                     qs.sequential = n && *n != 0;
                 else if (set.name == "insert_quorum_parallel")
                     qs.parallel = n && *n != 0;
+                else if (set.name == "insert_quorum_timeout" && n)
+                    qs.timeout_ms = *n;
             }
         }
 
@@ -2356,6 +2363,7 @@ private:
         std::string table;
         std::uint64_t block = 0;
         bool parallel = false;
+        std::int64_t deadline_ms = 0; ///< server clock: when insert_quorum_timeout has passed
     };
     std::vector<waiter> waiters_;
     std::vector<request> ready_; ///< quorum INSERTs acknowledged, to complete outside the lock
