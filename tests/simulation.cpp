@@ -295,7 +295,10 @@ struct scenario {
     // Cluster mode (store_options::cluster on simulated_clickhouse::create_cluster):
     std::size_t replicas = 0;     ///< replicas of the shard; client i on replica i % replicas (0: one server)
     bool quorum_timeouts = false; ///< the explorer may time out a waiting quorum INSERT (319)
-    bool fetch_any_order = false; ///< a replica's fetches in any order (else its oldest first)
+    /// A replica's fetches for one table in any order (else oldest first per
+    /// table; tables replicate independently either way, as each replicated
+    /// table has its own replication queue).
+    bool fetch_any_order = false;
     bool quorum_parallel = true;  ///< the server's insert_quorum_parallel default (ClickHouse's: 1)
     /// Per step, the chance that replication stands still (no task offered
     /// while anything else can happen): replicas lag behind.
@@ -445,11 +448,11 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         std::size_t quorum_waiting = 0;
         if (cluster) {
             auto pr = server->pending_replication();
-            std::set<std::size_t> seen;
+            std::set<std::pair<std::size_t, std::string>> seen;
             const bool stall = sc.lag > 0 && (!pend.empty() || waits) &&
                                std::uniform_real_distribution<double>(0, 1)(rng) < sc.lag;
             for (std::size_t k = 0; k < pr.size() && !stall; ++k)
-                if (sc.fetch_any_order || seen.insert(pr[k].replica).second)
+                if (sc.fetch_any_order || seen.insert({pr[k].replica, pr[k].table}).second)
                     tasks.push_back(int(k));
             auto qw = server->quorum_waits();
             quorum_waiting = qw.size();
@@ -762,13 +765,13 @@ TEST_CASE("lock-schedules: both protocols on a simulated cluster (lagging fetche
     short_lease.lease_ttl = 20s; // client 0's 25 s of work outlive it
     short_lease.timeout = 60s;
     std::vector<cls> classes = {
-        {{.name = "seed-compatible, 2 replicas", .delays = true, .work = 2s, .lock = seed_locks, .replicas = 2,
+        {{.name = "seed-compatible, 2 replicas", .work = 2s, .lock = seed_locks, .replicas = 2,
           .quorum_timeouts = true, .lag = 0.5},
          300, 11},
-        {{.name = "seed-compatible, 3 replicas", .clients = 3, .delays = true, .work = 2s, .lock = seed_locks,
+        {{.name = "seed-compatible, 3 replicas", .clients = 3, .work = 2s, .lock = seed_locks,
           .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
          300, 12},
-        {{.name = "seed-compatible, 3 replicas, insert_quorum_parallel=0", .clients = 3, .delays = true, .work = 2s,
+        {{.name = "seed-compatible, 3 replicas, insert_quorum_parallel=0", .clients = 3, .work = 2s,
           .lock = seed_locks, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false, .lag = 0.5},
          300, 13},
         {{.name = "strict, 2 replicas", .delays = true, .work = 2s, .lock = strict_locks, .replicas = 2,
@@ -1098,14 +1101,20 @@ TEST_CASE("simulated cluster: fetches, deduplication across replicas, quorum, se
     s->replicate_all();
     for (std::size_t r = 0; r < 3; ++r)
         CHECK(sql_on(*s, r, "SELECT count() FROM m.t WHERE k = 'z' OR k = 'a'") == "0\n");
-    // A grant table's token deduplication is shared by the replicas.
+    // Token deduplication is shared by the replicas: a replica that holds
+    // the block drops the duplicate; one that does not yet writes its own
+    // rows under the block's name (ReplicatedMergeTreeSink), and keeps them.
     sql_on(*s, 0, "CREATE TABLE m.g ON CLUSTER c (k String, v String) ENGINE = ReplicatedMergeTree('/p', '{replica}') "
                   "ORDER BY k SETTINGS replicated_deduplication_window = 10");
     sql_on(*s, 0, "INSERT INTO m.g (k, v) SETTINGS insert_deduplication_token = 't' VALUES ('k', 'first')");
+    s->replicate(0); // to replica 1
+    sql_on(*s, 1, "INSERT INTO m.g (k, v) SETTINGS insert_deduplication_token = 't' VALUES ('k', 'again')");
     sql_on(*s, 2, "INSERT INTO m.g (k, v) SETTINGS insert_deduplication_token = 't' VALUES ('k', 'second')");
     s->replicate_all();
-    for (std::size_t r = 0; r < 3; ++r)
-        CHECK(sql_on(*s, r, "SELECT v FROM m.g") == "first\n");
+    CHECK(sql_on(*s, 0, "SELECT v FROM m.g") == "first\n");
+    CHECK(sql_on(*s, 1, "SELECT v FROM m.g") == "first\n");
+    CHECK(sql_on(*s, 2, "SELECT v FROM m.g") == "second\n");
+    CHECK(s->pending_replication().empty());
     // One server still refuses the settings; a cluster refuses others.
     auto single = simulated_clickhouse::create();
     CHECK_THROWS(sql_on(*single, 0, "SELECT 1", seq));

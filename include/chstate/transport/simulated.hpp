@@ -74,11 +74,13 @@
 //     lags. In automatic delivery all tasks run after each statement.
 //   * Deduplication: a block's id (insert_deduplication_token, else the
 //     rows' content) is kept in ZooKeeper, shared by the replicas; a
-//     duplicate writes nothing new (on a replica lacking the block, the
-//     block is copied there, as ClickHouse writes it under the existing
-//     part's name).
+//     duplicate is dropped on a replica that holds the block, but on one
+//     that does not yet, its own rows are written there under the block's
+//     number, as ClickHouse writes them under the existing part's name — so
+//     a token reused with other rows leaves that replica with other rows.
 //   * Statement settings insert_quorum (n or 'auto'), insert_quorum_timeout
-//     (not interpreted: the test decides when a quorum times out),
+//     (on the server's clock: quorum_waits() says which have expired; the
+//     test decides when one times out),
 //     insert_quorum_parallel and select_sequential_consistency (nothing else;
 //     one server refuses every setting with errc::unsupported). With
 //     insert_quorum >= 2 an INSERT is acknowledged only when that many
@@ -87,7 +89,7 @@
 //     it is and later fetches still complete its quorum (18.16, measured).
 //     More replicas asked than exist: 285. insert_quorum_parallel = 0: one
 //     quorum INSERT at a time per table, across replicas (286 while one is
-//     pending); = 1 (ClickHouse's default since 20.10, here too unless
+//     pending); = 1 (ClickHouse's default since 20.12, here too unless
 //     set_insert_quorum_parallel_default(false), e.g. a users.xml profile):
 //     in parallel, and such parts never become quorum/last_part.
 //   * select_sequential_consistency = 1 (every read of the statement,
@@ -446,10 +448,12 @@ public:
         std::lock_guard lk(mutex_);
         return replica_tables_.size();
     }
-    /// insert_quorum_parallel when a statement does not set it: ClickHouse's
-    /// default since 20.10 is 1 (quorum INSERTs run in parallel and are not
-    /// linearized: select_sequential_consistency does not cover them); a
-    /// users.xml profile may set 0 (18.16's behaviour, the only one it has).
+    /// insert_quorum_parallel when a statement does not set it. The setting
+    /// came with 20.10 (ClickHouse PR 15601); its default is 1 since 20.12
+    /// (PR 17567: "if you rely on sequential consistency, set it back to
+    /// zero"): quorum INSERTs run in parallel, are not linearized and never
+    /// become quorum/last_part, so select_sequential_consistency does not
+    /// cover them. A users.xml profile may set 0: 18.16's only behaviour.
     void set_insert_quorum_parallel_default(bool on) {
         std::lock_guard lk(mutex_);
         quorum_parallel_default_ = on;
@@ -996,16 +1000,20 @@ private:
         return before - rows.size();
     }
 
-    /// Copies `block` to this replica's `t` (a fetch), as mutated by the
-    /// mutations this replica has already applied.
-    void copy_block(table& t, const shared_table& z, std::uint64_t block) {
+    /// Adds `block` to this replica's `t`: the block as first written (a
+    /// fetch), or `own` rows under its number (a duplicate block written
+    /// here), as mutated by the mutations this replica has already applied.
+    void copy_block(table& t, const shared_table& z, std::uint64_t block,
+                    std::optional<std::vector<detail::sim::row>> own = std::nullopt) {
         if (t.have.count(block))
             return;
         t.have.insert(block);
         auto it = z.blocks.find(block);
-        if (it == z.blocks.end())
+        if (it == z.blocks.end() && !own)
             return;
-        auto rows = it->second.rows;
+        auto rows = own ? std::move(*own) : it->second.rows;
+        for (auto& r : rows)
+            r.block = block;
         for (std::size_t k = 0; k < t.mutations_done && k < z.mutations.size(); ++k)
             mutate_rows(t, z.mutations[k], rows);
         if (!rows.empty())
@@ -1080,6 +1088,8 @@ private:
         const std::string key = key_of(t);
         auto& z = zk_[key];
         const bool quorum = q.quorum >= 2;
+        if (p.rows.empty()) // no block reaches the sink: nothing checked, nothing written
+            return 0;
         if (quorum && q.quorum > replica_tables_.size())
             throw sim_error{285, "Number of alive replicas (" + std::to_string(replica_tables_.size()) +
                                      ") is less than requested quorum (" + std::to_string(q.quorum) + ")."};
@@ -1088,8 +1098,6 @@ private:
                                      std::to_string(z.quorum->block) + ", required_number_of_replicas: " +
                                      std::to_string(z.quorum->required) + ", actual_number_of_replicas: " +
                                      std::to_string(z.quorum->replicas.size())};
-        if (p.rows.empty())
-            return 0;
         std::string bytes;
         for (auto& r : p.rows)
             for (auto& v : r.cells)
@@ -1097,14 +1105,18 @@ private:
                          std::to_string(v.n) + ';';
         const std::string id = token ? "token:" + *token : "hash:" + bytes;
         if (auto it = z.block_of_id.find(id); it != z.block_of_id.end() && t.dedup_window > 0) {
-            // A duplicate: nothing new. Not on this replica: written here
-            // under the existing part's name; either way it counts for that
-            // part's quorum, and a quorum INSERT waits for it.
+            // A duplicate. On this replica: ignored. Not here: THIS insert's
+            // rows are written here under the existing part's name
+            // (ReplicatedMergeTreeSink::commitPart: "already exists on other
+            // replicas as part …; will write it locally with that name") — for
+            // a deduplication token with other rows, this replica's copy of
+            // the part then differs from the others', for good (its later
+            // fetch of the part finds it present). Either way it counts for
+            // that part's quorum, and a quorum INSERT waits for it.
             const std::uint64_t block = it->second;
             const std::uint64_t written = z.id_bytes[id] == bytes ? 0 : p.rows.size();
-            if (!t.have.count(block)) {
-                copy_block(t, z, block);
-            }
+            if (!t.have.count(block))
+                copy_block(t, z, block, std::move(p.rows));
             quorum_ack(key, cur_, block);
             if (quorum && !quorum_done(key, block))
                 wait = block;
