@@ -106,7 +106,9 @@
 // Not modelled: replicas that die or ZooKeeper outages (242, 999, session
 // expiry), real time (insert_quorum_timeout), merges coordinated across
 // replicas (merge() merges each replica's own parts), 18.16's refusal to
-// mutate the newest quorum part, partitions, and a quorum INSERT's rollback.
+// mutate the newest quorum part, partitions, a quorum INSERT's rollback, and
+// the fetch source (a fetch copies the block as first written, where
+// ClickHouse may copy a diverged duplicate from another replica).
 //
 // Delivery. In automatic mode (the default) a statement is executed when
 // async_execute is called and its completion is posted to the handler's
