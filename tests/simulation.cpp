@@ -292,6 +292,17 @@ struct scenario {
     duration start_gap{0};      ///< client i starts i*start_gap late
     duration first_work{0};     ///< when set: client 0's time inside the critical section (others: work)
     lock_options lock{};
+    // Cluster mode (store_options::cluster on simulated_clickhouse::create_cluster):
+    std::size_t replicas = 0;     ///< replicas of the shard; client i on replica i % replicas (0: one server)
+    bool quorum_timeouts = false; ///< the explorer may time out a waiting quorum INSERT (319)
+    /// A replica's fetches for one table in any order (else oldest first per
+    /// table; tables replicate independently either way, as each replicated
+    /// table has its own replication queue).
+    bool fetch_any_order = false;
+    bool quorum_parallel = true;  ///< the server's insert_quorum_parallel default (ClickHouse's: 1)
+    /// Per step, the chance that replication stands still (no task offered
+    /// while anything else can happen): replicas lag behind.
+    double lag = 0;
 };
 
 struct outcome {
@@ -315,18 +326,29 @@ using chooser = std::function<std::size_t(std::size_t options)>;
 inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt19937_64& rng, const chooser& choose) {
     asio::io_context ioc;
     manual_clock base(time_point{} + std::chrono::seconds(1'700'000'000));
-    auto server = simulated_clickhouse::create(base, true);
+    const bool cluster = sc.replicas > 0;
+    auto server = cluster ? simulated_clickhouse::create_cluster(sc.replicas, base, true, "sim_cluster")
+                          : simulated_clickhouse::create(base, true);
+    server->set_insert_quorum_parallel_default(sc.quorum_parallel);
     auto ids = std::make_shared<id_map>();
     ids->order = order;
     ids->rng = &rng;
     store_options o;
     o.schema = "sim";
     o.lock = sc.lock;
+    if (cluster) {
+        o.cluster.name = "sim_cluster";
+        o.cluster.insert_quorum_timeout = 2s; // the store's 286 retries stop after it (real time)
+    }
     std::vector<std::unique_ptr<sim_store>> stores;
     for (int c = 0; c < sc.clients; ++c)
         stores.push_back(std::make_unique<sim_store>(
-            ioc.get_executor(), det_transport(simulated_transport(server, ioc.get_executor(), std::size_t(c)), ids), o,
-            base.skewed(sc.skew * c)));
+            ioc.get_executor(),
+            det_transport(simulated_transport(server, ioc.get_executor(), std::size_t(c),
+                                              cluster ? std::size_t(c) % sc.replicas : 0),
+                          ids),
+            o, base.skewed(sc.skew * c)));
+    int running = sc.clients; // client coroutines not yet finished
 
     outcome out;
     // Critical sections: one whose write was refused by the fencing check
@@ -340,6 +362,10 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         asio::co_spawn(
             ioc,
             [&, c]() -> asio::awaitable<void> {
+                struct finished {
+                    int& n;
+                    ~finished() { --n; }
+                } count_down{running};
                 auto& st = *stores[c];
                 auto tup = asio::as_tuple(asio::use_awaitable);
                 if (sc.start_gap.count() > 0 && c > 0)
@@ -359,6 +385,14 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
                         overlaps.emplace_back(other, me);
                     active.insert(me);
                     auto [gec, cur] = co_await st.async_get(std::string("job"), tup);
+                    if (gec) { // (cluster mode: e.g. 289, a replica behind the quorum) no read, no write
+                        if (trace())
+                            std::printf("  client %d: read failed: %s\n", c, gec.message().c_str());
+                        active.erase(me);
+                        ++out.gave_up;
+                        co_await lease.async_release(tup);
+                        co_return;
+                    }
                     std::int64_t n = (!gec && cur) ? cur->completed_state.at("n").as_int64() : 0;
                     chstate::array log = (!gec && cur) ? cur->completed_state.at("log").as_array() : chstate::array{};
                     const duration work = (c == 0 && sc.first_work.count() > 0) ? sc.first_work : sc.work;
@@ -399,21 +433,60 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         // Schema set-up is not interesting: deliver it in order, without a choice.
         bool setup = false;
         for (std::size_t k = 0; k < pend.size() && !setup; ++k)
-            if (pend[k].sql.starts_with("SELECT version") || pend[k].sql.starts_with("CREATE")) {
+            if (pend[k].sql.starts_with("SELECT version") || pend[k].sql.starts_with("CREATE") ||
+                pend[k].sql.find("FROM system.clusters") != std::string::npos) {
                 server->step(k);
                 setup = true;
             }
         if (setup)
             continue;
         bool waits = base.pending_waits() > 0;
-        if (pend.empty() && !waits)
-            break;
-        // options: deliver pending[k] | merge the lock table | let time pass
+        // Cluster mode: replication tasks the explorer may run now (a
+        // replica's oldest unless fetch_any_order), quorum INSERTs waiting.
+        std::vector<int> tasks;
+        std::vector<int> expired; // quorum INSERTs past insert_quorum_timeout (server clock)
+        std::size_t quorum_waiting = 0;
+        if (cluster) {
+            auto pr = server->pending_replication();
+            std::set<std::pair<std::size_t, std::string>> seen;
+            const bool stall = sc.lag > 0 && (!pend.empty() || waits) &&
+                               std::uniform_real_distribution<double>(0, 1)(rng) < sc.lag;
+            for (std::size_t k = 0; k < pr.size() && !stall; ++k)
+                if (sc.fetch_any_order || seen.insert({pr[k].replica, pr[k].table}).second)
+                    tasks.push_back(int(k));
+            auto qw = server->quorum_waits();
+            quorum_waiting = qw.size();
+            for (std::size_t w = 0; w < qw.size(); ++w)
+                if (qw[w].expired)
+                    expired.push_back(int(w));
+        }
+        if (pend.empty() && !waits && tasks.empty() && (!sc.quorum_timeouts || expired.empty())) {
+            if (sc.quorum_timeouts && quorum_waiting > 0) { // only a quorum timeout can move on
+                base.advance(o.cluster.insert_quorum_timeout);
+                continue;
+            }
+            if (!cluster || running == 0)
+                break;
+            // A store pausing on a real timer (the 286 retry, a delete's poll).
+            ioc.restart();
+            if (ioc.run_one_for(std::chrono::milliseconds(500)) == 0) {
+                out.stuck = true;
+                break;
+            }
+            continue;
+        }
+        // options: deliver pending[k] | run replication task | time out a
+        // quorum INSERT | merge the lock table | let time pass
         std::vector<int> options;
         for (std::size_t k = 0; k < pend.size(); ++k)
             options.push_back(int(k));
-        if (pend.empty())
-            options.push_back(-2); // time must pass
+        for (int k : tasks)
+            options.push_back(-1000 - k);
+        if (sc.quorum_timeouts)
+            for (int w : expired)
+                options.push_back(-100 - w);
+        if (pend.empty() && (tasks.empty() || cluster) && waits)
+            options.push_back(-2); // time must pass (on a cluster: replicas may lag meanwhile)
         else if (sc.delays && waits)
             options.push_back(-2);
         if (sc.merges && server->part_count(lock_table) >= 2)
@@ -421,9 +494,21 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         std::size_t pick = options.size() == 1 ? 0 : choose(options.size());
         int a = options[pick];
         if (trace()) {
-            std::string what = a >= 0 ? std::to_string(pend[std::size_t(a)].client) + ": " + pend[std::size_t(a)].sql
-                               : a == -1 ? std::string("merge lock table")
-                                         : std::string("time passes");
+            std::string what = a >= 0 ? std::to_string(pend[std::size_t(a)].client) + "@r" +
+                                            std::to_string(pend[std::size_t(a)].replica) + ": " + pend[std::size_t(a)].sql
+                               : a <= -1000 ? "replicate: " + std::string(server->pending_replication()[std::size_t(-1000 - a)].kind ==
+                                                                                  simulated_clickhouse::replication_task::fetch
+                                                                              ? "fetch block " +
+                                                                                    std::to_string(server->pending_replication()[std::size_t(-1000 - a)].block)
+                                                                              : "mutation " +
+                                                                                    std::to_string(server->pending_replication()[std::size_t(-1000 - a)].mutation)) +
+                                                  " of " + server->pending_replication()[std::size_t(-1000 - a)].table +
+                                                  " to r" +
+                                                  std::to_string(server->pending_replication()[std::size_t(-1000 - a)].replica)
+                               : a <= -100 ? "quorum timeout (319) for the INSERT of client " +
+                                                 std::to_string(server->quorum_waits()[std::size_t(-100 - a)].client)
+                               : a == -1   ? std::string("merge lock table")
+                                           : std::string("time passes");
             std::printf("  t=%lld %s\n",
                         (long long)std::chrono::duration_cast<std::chrono::seconds>(base.now().time_since_epoch()).count() -
                             1700000000,
@@ -431,6 +516,10 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         }
         if (a >= 0)
             server->step(std::size_t(a));
+        else if (a <= -1000)
+            server->replicate(std::size_t(-1000 - a));
+        else if (a <= -100)
+            server->time_out_quorum(std::size_t(-100 - a));
         else if (a == -1)
             server->merge(lock_table);
         else
@@ -440,6 +529,8 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
     server->set_manual_delivery(false);
     while (server->pending_count() > 0)
         server->step(0);
+    if (cluster)
+        server->replicate_all();
     ioc.restart();
     ioc.poll();
     for (auto [a, b] : overlaps)
@@ -468,14 +559,20 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         if (in_log.size() < confirmed.size())
             out.lost_update = true;
     }
+    if (trace())
+        std::printf("  => completed=%d gave_up=%d double_grant=%d lost_update=%d stuck=%d\n", out.completed, out.gave_up,
+                    int(out.double_grant), int(out.lost_update), int(out.stuck));
     stores.clear();
     return out;
 }
 
 struct tally {
     std::size_t explored = 0, double_grants = 0, lost_updates = 0, stuck = 0, refused = 0, unconfirmed_landed = 0;
+    std::size_t completed = 0, gave_up = 0; ///< critical sections whose write was confirmed; clients that gave up
     void add(const outcome& o) {
         ++explored;
+        completed += std::size_t(o.completed);
+        gave_up += std::size_t(o.gave_up);
         refused += std::size_t(o.refused);
         unconfirmed_landed += std::size_t(o.unconfirmed_landed);
         double_grants += o.double_grant;
@@ -489,6 +586,8 @@ struct tally {
         stuck += t.stuck;
         refused += t.refused;
         unconfirmed_landed += t.unconfirmed_landed;
+        completed += t.completed;
+        gave_up += t.gave_up;
     }
 };
 
@@ -654,6 +753,126 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
 
 }
 
+// ---- the lock protocols on a replicated cluster -------------------------------
+
+// N clients, client i on replica i % R of one shard (simulated_clickhouse::
+// create_cluster), store_options::cluster set: every statement carries
+// insert_quorum (a majority: 2 of 2 or of 3), insert_quorum_timeout and
+// select_sequential_consistency=1. Besides the order of delivery the
+// explorer chooses when each replica fetches each part (with probability
+// `lag` replication stands still for a step, so replicas lag behind while
+// time passes) and when a quorum INSERT past its insert_quorum_timeout
+// fails with 319 (its part stays and surfaces once fetched). Random
+// schedules, fixed seeds; about 5 s in all.
+//
+// What it finds (each class asserts it):
+//  * seed-compatible double-grants on every cluster shape. A candidate
+//    INSERT is acknowledged only when a quorum holds it, so a replica that
+//    fetches it late (about the settle time) delays the acknowledgement past
+//    a rival's settle: the rival reads the candidates (on its replica, or
+//    sequentially consistent, without the pending part) and wins, then the
+//    late candidate's owner reads both and wins too — the single server's
+//    "slow-acquirer" window, opened by replication lag instead of a slow
+//    network. The seed's assumption (every rival's candidate acknowledged
+//    within the settle time) does not hold on a lagging cluster; with
+//    insert_quorum_parallel=1 on 3 replicas also an acknowledged candidate
+//    is missing from the third replica's read.
+//  * strict is safe here (0 double grants, 0 lost updates) only when the
+//    server's insert_quorum_parallel is 0. With ClickHouse's default since
+//    20.12 (1), which the store does not override:
+//     - rival claims of the same token on two replicas both win, even with 2
+//       replicas: the second claim reaches a replica that has not fetched the
+//       first one's part yet; ZooKeeper knows the block id, so ClickHouse
+//       writes the second claim's own row on that replica under the existing
+//       part's name (ReplicatedMergeTreeSink::commitPart) and counts it for
+//       the part's quorum — each replica then holds a different grant row
+//       for the token, for good. With insert_quorum_parallel=0 the second
+//       claim gets 286 while the first's quorum is pending, and 289 (or sees
+//       the grant) after;
+//     - a reader behind the quorum is not refused (parallel quorum parts never
+//       become quorum/last_part), so a new holder can read the state on a
+//       replica that fetched the previous holder's release but not its state
+//       write (tables replicate independently): a lost update; and a lease
+//       holder's fenced write is checked and confirmed on a replica that has
+//       not fetched the next grant (stale-holder).
+//    (library finding: the cluster mode should send insert_quorum_parallel=0
+//    on servers that have the setting, 20.10 and later.)
+TEST_CASE("lock-schedules: both protocols on a simulated cluster (lagging fetches, quorum timeouts)") {
+    const auto wall_start = std::chrono::steady_clock::now();
+    struct cls {
+        scenario sc;
+        std::size_t schedules;
+        std::uint64_t seed;
+        bool safe; ///< expected: no double grant and no lost update (else both found)
+    };
+    lock_options seed_locks = quick_locks();
+    seed_locks.mode = lock_mode::seed_compatible;
+    lock_options strict_locks = quick_locks();
+    strict_locks.mode = lock_mode::strict;
+    lock_options short_lease = strict_locks;
+    short_lease.lease_ttl = 20s; // client 0's 25 s of work outlive it
+    short_lease.timeout = 60s;
+    std::vector<cls> classes = {
+        {{.name = "seed-compatible, 2 replicas", .work = 2s, .lock = seed_locks, .replicas = 2,
+          .quorum_timeouts = true, .lag = 0.5},
+         300, 11, false},
+        {{.name = "seed-compatible, 3 replicas", .clients = 3, .work = 2s, .lock = seed_locks, .replicas = 3,
+          .quorum_timeouts = true, .lag = 0.5},
+         300, 12, false},
+        {{.name = "seed-compatible, 3 replicas, insert_quorum_parallel=0", .clients = 3, .work = 2s,
+          .lock = seed_locks, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false, .lag = 0.5},
+         300, 13, false},
+        {{.name = "strict, 2 replicas", .delays = true, .work = 2s, .lock = strict_locks, .replicas = 2,
+          .quorum_timeouts = true, .lag = 0.5},
+         300, 21, false},
+        {{.name = "strict, 3 replicas", .clients = 3, .delays = true, .work = 2s, .lock = strict_locks,
+          .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
+         300, 22, false},
+        {{.name = "strict, 2 replicas, insert_quorum_parallel=0", .delays = true, .work = 2s, .lock = strict_locks,
+          .replicas = 2, .quorum_timeouts = true, .quorum_parallel = false, .lag = 0.5},
+         1500, 20, true},
+        {{.name = "strict, 3 replicas, insert_quorum_parallel=0", .clients = 3, .delays = true, .work = 2s,
+          .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false, .lag = 0.5},
+         1500, 23, true},
+        {{.name = "strict, 3 replicas, insert_quorum_parallel=0, fetches in any order", .clients = 3, .delays = true,
+          .work = 2s, .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .fetch_any_order = true,
+          .quorum_parallel = false, .lag = 0.5},
+         1500, 25, true},
+        {{.name = "strict stale-holder, 3 replicas", .delays = true, .work = 2s, .first_work = 25s,
+          .lock = short_lease, .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
+         300, 26, false},
+        {{.name = "strict stale-holder, 3 replicas, insert_quorum_parallel=0", .delays = true, .work = 2s,
+          .first_work = 25s, .lock = short_lease, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false,
+          .lag = 0.5},
+         1500, 27, true},
+    };
+    tally total, strict_safe;
+    for (auto& c : classes) {
+        auto t0 = std::chrono::steady_clock::now();
+        auto t = explore_random(c.sc, c.schedules, c.seed);
+        std::printf("lock-schedules[cluster, %s, N=%d, seeded]: explored=%zu double_grants=%zu lost_updates=%zu "
+                    "stuck=%zu completed=%zu gave_up=%zu fenced_writes=%zu (%.1f s)\n",
+                    c.sc.name, c.sc.clients, t.explored, t.double_grants, t.lost_updates, t.stuck, t.completed,
+                    t.gave_up, t.refused, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        CHECK(t.stuck == 0);
+        CHECK_MESSAGE(t.completed > t.explored, std::string(c.sc.name)); // the schedules do reach the writes
+        if (c.safe) {
+            CHECK_MESSAGE(t.double_grants == 0, std::string(c.sc.name));
+            CHECK_MESSAGE(t.lost_updates == 0, std::string(c.sc.name));
+            strict_safe.add(t);
+        } else {
+            CHECK_MESSAGE(t.double_grants > 0, std::string(c.sc.name));
+            CHECK_MESSAGE(t.lost_updates > 0, std::string(c.sc.name));
+        }
+        total.add(t);
+    }
+    auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    std::printf("lock-schedules[cluster]: explored=%zu double_grants=%zu lost_updates=%zu (all classes; strict with "
+                "insert_quorum_parallel=0: explored=%zu double_grants=%zu lost_updates=%zu; %.1f s)\n",
+                total.explored, total.double_grants, total.lost_updates, strict_safe.explored,
+                strict_safe.double_grants, strict_safe.lost_updates, secs);
+}
+
 TEST_CASE("strict lock: a token the server deduplicates without a row is skipped, not retried forever") {
     // ClickHouse's MergeTreeSink records a block's deduplication id before it
     // commits the part; a commit that then fails leaves the id behind, and
@@ -786,6 +1005,180 @@ TEST_CASE("simulator: cluster mode on an engine without replicas fails with unsu
     CHECK(done);
     CHECK(got == errc::unsupported);
     CHECK(diag.message.find("no replicas") != std::string::npos);
+}
+
+// ---- cluster mode: replicas, quorum, sequential consistency ----------------
+
+/// Runs `text` on `replica` with `settings`; the reply, or throws.
+inline std::string sql_on(simulated_clickhouse& s, std::size_t replica, const std::string& text,
+                          std::vector<setting> settings = {}) {
+    statement st{text, {}, "TabSeparated", {}, false};
+    st.settings = std::move(settings);
+    std::string out;
+    diagnostics d;
+    auto ec = s.execute(st, out, d, replica);
+    if (ec)
+        throw error(ec, d.message);
+    return out;
+}
+
+/// Sends `text` through a transport bound to `replica` (manual delivery:
+/// pending until stepped); `done` gets its code.
+inline void send_on(asio::io_context& io, const std::shared_ptr<simulated_clickhouse>& s, std::size_t replica,
+                    const std::string& text, std::vector<setting> settings, std::optional<error_code>& done) {
+    simulated_transport t(s, io.get_executor(), replica, replica);
+    auto st = std::make_shared<statement>(statement{text, {}, "TabSeparated", {}, false});
+    st->settings = std::move(settings);
+    auto d = std::make_shared<diagnostics>();
+    t.async_execute(*st, [](std::string_view) { return error_code{}; }, *d, [st, d, &done](error_code ec) { done = ec; });
+}
+
+TEST_CASE("simulated cluster: fetches, deduplication across replicas, quorum, sequential consistency, mutations") {
+    manual_clock clock(time_point{} + std::chrono::seconds(1'700'000'000));
+    auto s = simulated_clickhouse::create_cluster(3, clock, true, "c");
+    asio::io_context io;
+    auto settle = [&] {
+        io.restart();
+        io.poll();
+    };
+    const std::vector<setting> q2 = {{"insert_quorum", "2"}, {"insert_quorum_parallel", "0"}};
+    const std::vector<setting> seq = {{"select_sequential_consistency", "1"}};
+    CHECK_THROWS(sql_on(*s, 0, "CREATE DATABASE m ON CLUSTER other"));
+    sql_on(*s, 0, "CREATE DATABASE IF NOT EXISTS m ON CLUSTER `c`");
+    sql_on(*s, 0, "CREATE TABLE m.t ON CLUSTER c (k String, v String) ENGINE = "
+                  "ReplicatedMergeTree('/clickhouse/tables/{shard}/m/t', '{replica}') ORDER BY k");
+    for (std::size_t r = 0; r < 3; ++r)
+        CHECK(sql_on(*s, r, "SELECT engine FROM system.tables WHERE database = 'm'") == "ReplicatedMergeTree\n");
+    CHECK(sql_on(*s, 2, "SELECT count() FROM system.clusters WHERE cluster = 'c' AND shard_num = "
+                        "(SELECT any(shard_num) FROM system.clusters WHERE cluster = 'c' AND is_local)") == "3\n");
+    // A plain INSERT lands on its replica; the others fetch it later.
+    sql_on(*s, 0, "INSERT INTO m.t (k, v) VALUES ('a', '1')");
+    CHECK(s->row_count("m.t", 0) == 1);
+    CHECK(s->row_count("m.t", 1) == 0);
+    REQUIRE(s->pending_replication().size() == 2);
+    CHECK(s->pending_replication()[0].replica == 1);
+    s->replicate(0);
+    CHECK(s->row_count("m.t", 1) == 1);
+    // The same block on the lagging replica: deduplicated (ZooKeeper's block
+    // ids), copied there; no new block anywhere.
+    sql_on(*s, 2, "INSERT INTO m.t (k, v) VALUES ('a', '1')");
+    CHECK(s->row_count("m.t", 2) == 1);
+    s->replicate_all();
+    CHECK(s->row_count("m.t", 0) == 1);
+    // A quorum INSERT waits for its quorum; meanwhile another one gets 286,
+    // and sequential reads do not see the pending part.
+    std::optional<error_code> first, second, third;
+    send_on(io, s, 0, "INSERT INTO m.t (k, v) VALUES ('b', '2')", q2, first);
+    s->step(0);
+    settle();
+    CHECK(!first);
+    CHECK(s->quorum_waits().size() == 1);
+    send_on(io, s, 1, "INSERT INTO m.t (k, v) VALUES ('c', '3')", q2, second);
+    s->step(0);
+    settle();
+    REQUIRE(second);
+    CHECK(*second == make_clickhouse_error(286));
+    CHECK(sql_on(*s, 0, "SELECT count() FROM m.t", seq) == "1\n");
+    CHECK(sql_on(*s, 0, "SELECT count() FROM m.t") == "2\n");
+    s->replicate(1); // the fetch to replica 2
+    settle();
+    REQUIRE(first);
+    CHECK(!*first);
+    // Replica 1 lacks the last quorum part: sequential reads fail there.
+    try {
+        sql_on(*s, 1, "SELECT count() FROM m.t", seq);
+        FAIL("no 289");
+    } catch (const error& e) {
+        CHECK(e.code() == make_clickhouse_error(289));
+    }
+    CHECK(sql_on(*s, 2, "SELECT count() FROM m.t", seq) == "2\n");
+    s->replicate_all();
+    CHECK(sql_on(*s, 1, "SELECT count() FROM m.t", seq) == "2\n");
+    // A quorum that times out: 319, the part stays on its replica, the next
+    // quorum INSERT gets 286 until a fetch completes the quorum; then the
+    // timed-out row is visible to sequential reads.
+    first.reset();
+    second.reset();
+    send_on(io, s, 0, "INSERT INTO m.t (k, v) VALUES ('d', '4')", q2, first);
+    s->step(0);
+    s->time_out_quorum(0);
+    settle();
+    REQUIRE(first);
+    CHECK(*first == make_clickhouse_error(319));
+    CHECK(*first == errc::outcome_unknown);
+    CHECK(sql_on(*s, 0, "SELECT count() FROM m.t", seq) == "2\n");
+    send_on(io, s, 2, "INSERT INTO m.t (k, v) VALUES ('e', '5')", q2, second);
+    s->step(0);
+    settle();
+    REQUIRE(second);
+    CHECK(*second == make_clickhouse_error(286));
+    s->replicate(0);
+    CHECK(sql_on(*s, 1, "SELECT count() FROM m.t WHERE k = 'd'", seq) == "1\n");
+    s->replicate_all();
+    // insert_quorum_parallel = 1 (the default): no 286, and no 289 on a
+    // replica that lacks the acknowledged part.
+    first.reset();
+    second.reset();
+    send_on(io, s, 0, "INSERT INTO m.t (k, v) VALUES ('f', '6')", {{"insert_quorum", "2"}}, first);
+    send_on(io, s, 1, "INSERT INTO m.t (k, v) VALUES ('g', '7')", {{"insert_quorum", "2"}}, second);
+    s->step(0);
+    s->step(0);
+    CHECK(s->quorum_waits().size() == 2);
+    for (std::size_t k = 0; k < s->pending_replication().size();)
+        if (s->pending_replication()[k].replica == 1)
+            s->replicate(k); // replica 1 fetches 'f'
+        else
+            ++k;
+    settle();
+    REQUIRE(first);
+    CHECK(!*first);
+    CHECK(!second);
+    CHECK(sql_on(*s, 2, "SELECT count() FROM m.t WHERE k = 'f'", seq) == "0\n"); // stale, no error
+    s->replicate_all();
+    settle();
+    REQUIRE(second);
+    CHECK(!*second);
+    // Quorum larger than the shard: 285.
+    try {
+        sql_on(*s, 0, "INSERT INTO m.t (k, v) VALUES ('h', '8')", {{"insert_quorum", "4"}});
+        FAIL("no 285");
+    } catch (const error& e) {
+        CHECK(e.code() == make_clickhouse_error(285));
+    }
+    // Mutations: ALTER … DELETE waits for each replica's task; DELETE FROM
+    // applies on its replica at once. A block fetched later is mutated too.
+    sql_on(*s, 0, "ALTER TABLE m.t DELETE WHERE k = 'a'");
+    CHECK(sql_on(*s, 0, "SELECT count() FROM m.t WHERE k = 'a'") == "1\n");
+    CHECK(sql_on(*s, 0, "SELECT count() FROM system.mutations WHERE database = 'm' AND is_done = 0") == "1\n");
+    s->replicate(0);
+    CHECK(sql_on(*s, 0, "SELECT count() FROM m.t WHERE k = 'a'") == "0\n");
+    CHECK(sql_on(*s, 1, "SELECT count() FROM m.t WHERE k = 'a'") == "1\n");
+    s->replicate_all();
+    sql_on(*s, 1, "INSERT INTO m.t (k, v) VALUES ('z', '9')");
+    sql_on(*s, 1, "DELETE FROM m.t WHERE k = 'z'");
+    CHECK(sql_on(*s, 1, "SELECT count() FROM m.t WHERE k = 'z'") == "0\n");
+    s->replicate_all();
+    for (std::size_t r = 0; r < 3; ++r)
+        CHECK(sql_on(*s, r, "SELECT count() FROM m.t WHERE k = 'z' OR k = 'a'") == "0\n");
+    // Token deduplication is shared by the replicas: a replica that holds
+    // the block drops the duplicate; one that does not yet writes its own
+    // rows under the block's name (ReplicatedMergeTreeSink), and keeps them.
+    sql_on(*s, 0, "CREATE TABLE m.g ON CLUSTER c (k String, v String) ENGINE = ReplicatedMergeTree('/p', '{replica}') "
+                  "ORDER BY k SETTINGS replicated_deduplication_window = 10");
+    sql_on(*s, 0, "INSERT INTO m.g (k, v) SETTINGS insert_deduplication_token = 't' VALUES ('k', 'first')");
+    s->replicate(0); // to replica 1
+    sql_on(*s, 1, "INSERT INTO m.g (k, v) SETTINGS insert_deduplication_token = 't' VALUES ('k', 'again')");
+    sql_on(*s, 2, "INSERT INTO m.g (k, v) SETTINGS insert_deduplication_token = 't' VALUES ('k', 'second')");
+    s->replicate_all();
+    CHECK(sql_on(*s, 0, "SELECT v FROM m.g") == "first\n");
+    CHECK(sql_on(*s, 1, "SELECT v FROM m.g") == "first\n");
+    CHECK(sql_on(*s, 2, "SELECT v FROM m.g") == "second\n");
+    CHECK(s->pending_replication().empty());
+    // One server still refuses the settings; a cluster refuses others.
+    auto single = simulated_clickhouse::create();
+    CHECK_THROWS(sql_on(*single, 0, "SELECT 1", seq));
+    CHECK_THROWS(sql_on(*s, 0, "SELECT 1", {{"max_threads", "1"}}));
+    CHECK_THROWS(sql_on(*single, 0, "CREATE TABLE default.x ON CLUSTER c (k String) ENGINE = MergeTree ORDER BY k"));
 }
 
 } // TEST_SUITE("simulated")

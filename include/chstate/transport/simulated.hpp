@@ -57,6 +57,59 @@
 // message naming the statement; an unknown function with 46, an unknown
 // table with 60, an unknown database with 81.
 //
+// Cluster mode (create_cluster(N, clock, manual, "name")): one shard of N
+// replicas of cluster `name`; bind each simulated_transport to one (its
+// `replica` argument). It models what the lock protocols depend on, after
+// ClickHouse's ReplicatedMergeTreeSink and StorageReplicatedMergeTree and
+// what docs/cluster-rig-findings.md measured on 18.16:
+//   * CREATE DATABASE|TABLE … ON CLUSTER name (on every replica at once; any
+//     other cluster name: 701) and Replicated[Replacing]MergeTree('path',
+//     'replica'[, ver]) engines, SETTINGS replicated_deduplication_window = n
+//     (default 1000). The path and replica name are not interpreted: a
+//     table's replicas are its copies, one per replica, of the same name.
+//   * Each replica has its own parts. An INSERT writes its part (a numbered
+//     block) on the replica it reached; every other replica gets it by a
+//     fetch, a background task the test runs (pending_replication(),
+//     replicate(i), replicate_all()): hold a replica's tasks back and it
+//     lags. In automatic delivery all tasks run after each statement.
+//   * Deduplication: a block's id (insert_deduplication_token, else the
+//     rows' content) is kept in ZooKeeper, shared by the replicas; a
+//     duplicate is dropped on a replica that holds the block, but on one
+//     that does not yet, its own rows are written there under the block's
+//     number, as ClickHouse writes them under the existing part's name — so
+//     a token reused with other rows leaves that replica with other rows.
+//   * Statement settings insert_quorum (n or 'auto'), insert_quorum_timeout
+//     (on the server's clock: quorum_waits() says which have expired; the
+//     test decides when one times out),
+//     insert_quorum_parallel and select_sequential_consistency (nothing else;
+//     one server refuses every setting with errc::unsupported). With
+//     insert_quorum >= 2 an INSERT is acknowledged only when that many
+//     replicas hold its part (quorum_waits(); fetches complete it) or fails
+//     with 319 when the test calls time_out_quorum(i): the part stays where
+//     it is and later fetches still complete its quorum (18.16, measured).
+//     More replicas asked than exist: 285. insert_quorum_parallel = 0: one
+//     quorum INSERT at a time per table, across replicas (286 while one is
+//     pending); = 1 (ClickHouse's default since 20.12, here too unless
+//     set_insert_quorum_parallel_default(false), e.g. a users.xml profile):
+//     in parallel, and such parts never become quorum/last_part.
+//   * select_sequential_consistency = 1 (every read of the statement,
+//     subqueries too): 289 on a replica that lacks the last part whose
+//     non-parallel quorum was reached; blocks after a pending quorum part,
+//     and after the last quorum part, are not read (getMaxAddedBlocks).
+//   * ALTER TABLE … DELETE on a replicated table: a mutation in the shared
+//     log covering the blocks written so far, applied by each replica when
+//     its task runs (fetched blocks are mutated as that replica's log says).
+//     DELETE FROM: the same, applied on the receiving replica at once (as
+//     lightweight_deletes_sync = 1; ClickHouse's default 2 also waits for
+//     the other replicas, which only makes this model more adversarial).
+//   * system.clusters (cluster, shard_num, replica_num, host_name, is_local).
+// Not modelled: replicas that die or ZooKeeper outages (242, 999, session
+// expiry), real time (insert_quorum_timeout), merges coordinated across
+// replicas (merge() merges each replica's own parts), 18.16's refusal to
+// mutate the newest quorum part, partitions, a quorum INSERT's rollback, and
+// the fetch source (a fetch copies the block as first written, where
+// ClickHouse may copy a diverged duplicate from another replica).
+//
 // Delivery. In automatic mode (the default) a statement is executed when
 // async_execute is called and its completion is posted to the handler's
 // associated executor (default: the transport's executor). In manual mode
@@ -279,6 +332,7 @@ struct column_def {
 struct row {
     std::vector<value> cells;
     std::uint64_t seq = 0; ///< global insertion order
+    std::uint64_t block = 0; ///< cluster mode: the block (INSERT) that wrote it
 };
 
 struct part {
@@ -301,6 +355,10 @@ struct table {
     std::vector<part> parts;
     std::vector<expr> mutations;
     bool merges_stopped = false; ///< SYSTEM STOP MERGES
+    // Cluster mode, Replicated*MergeTree: this replica's copy.
+    bool replicated = false;
+    std::set<std::uint64_t> have;     ///< blocks this replica holds (fetched or written here)
+    std::size_t mutations_done = 0;   ///< replicated mutations applied here, in log order
 
     /// Records a block's deduplication token; the oldest falls out of the window.
     void remember_token(std::string token, std::optional<std::string> bytes = std::nullopt) {
@@ -353,7 +411,111 @@ public:
     struct pending_request {
         std::size_t client;
         std::string sql;
+        std::size_t replica = 0; ///< cluster mode: the replica it was sent to
     };
+
+    /// Cluster mode: a background step of one replica's replication queue.
+    struct replication_task {
+        enum kind_t { fetch, mutate } kind = fetch;
+        std::size_t replica = 0;
+        std::string table;         ///< db.t
+        std::uint64_t block = 0;   ///< fetch: the block (part) to fetch
+        std::size_t mutation = 0;  ///< mutation: its index in the table's log
+    };
+    /// Cluster mode: a quorum INSERT executed on `replica`, waiting until
+    /// insert_quorum replicas hold its part.
+    struct quorum_wait {
+        std::size_t client = 0, replica = 0;
+        std::string table;
+        std::uint64_t block = 0;
+        /// insert_quorum_timeout (default 600 s) has passed on the server's
+        /// clock since the INSERT ran: ClickHouse would give up now.
+        bool expired = false;
+    };
+
+    /// One shard of `replicas` replicas of cluster `cluster` (see the header
+    /// comment, "Cluster mode"). Bind each simulated_transport to a replica.
+    static std::shared_ptr<simulated_clickhouse> create_cluster(std::size_t replicas,
+                                                                manual_clock server_clock = manual_clock(),
+                                                                bool manual_delivery = false,
+                                                                std::string cluster = "sim_cluster") {
+        if (replicas == 0 || cluster.empty())
+            throw std::invalid_argument("simulated_clickhouse::create_cluster: no replicas or no cluster name");
+        auto s = create(std::move(server_clock), manual_delivery);
+        s->cluster_ = std::move(cluster);
+        s->replica_tables_.resize(replicas);
+        return s;
+    }
+    std::size_t replicas() const {
+        std::lock_guard lk(mutex_);
+        return replica_tables_.size();
+    }
+    /// insert_quorum_parallel when a statement does not set it. The setting
+    /// came with 20.10 (ClickHouse PR 15601); its default is 1 since 20.12
+    /// (PR 17567: "if you rely on sequential consistency, set it back to
+    /// zero"): quorum INSERTs run in parallel, are not linearized and never
+    /// become quorum/last_part, so select_sequential_consistency does not
+    /// cover them. A users.xml profile may set 0: 18.16's only behaviour.
+    void set_insert_quorum_parallel_default(bool on) {
+        std::lock_guard lk(mutex_);
+        quorum_parallel_default_ = on;
+    }
+
+    /// Cluster mode: fetches and mutations not yet run, oldest first.
+    std::vector<replication_task> pending_replication() const {
+        std::lock_guard lk(mutex_);
+        return tasks_;
+    }
+    std::size_t pending_replication_count() const {
+        std::lock_guard lk(mutex_);
+        return tasks_.size();
+    }
+    /// Runs pending replication task `index` (a lagging replica is one whose
+    /// tasks the test holds back). A fetch that completes a quorum
+    /// acknowledges the INSERT waiting for it.
+    void replicate(std::size_t index) {
+        std::vector<request> done;
+        {
+            std::lock_guard lk(mutex_);
+            if (index >= tasks_.size())
+                throw std::out_of_range("simulated_clickhouse::replicate: no such task");
+            auto t = tasks_[index];
+            tasks_.erase(tasks_.begin() + static_cast<std::ptrdiff_t>(index));
+            run_task(t);
+            done.swap(ready_);
+        }
+        for (auto& r : done)
+            r.complete({});
+    }
+    /// Runs every pending replication task (and those they cause).
+    void replicate_all() {
+        while (pending_replication_count() > 0)
+            replicate(0);
+    }
+    std::vector<quorum_wait> quorum_waits() const {
+        std::lock_guard lk(mutex_);
+        std::vector<quorum_wait> out;
+        for (auto& w : waiters_)
+            out.push_back({w.r.client, w.r.replica, w.table, w.block, now_ms() >= w.deadline_ms});
+        return out;
+    }
+    /// The quorum INSERT `index` gives up waiting (insert_quorum_timeout
+    /// passed, or whenever the test says: see quorum_wait::expired): it fails with 319, its part stays on the replicas that have
+    /// it, and the quorum is still completed by later fetches (18.16,
+    /// docs/cluster-rig-findings.md).
+    void time_out_quorum(std::size_t index) {
+        request r;
+        {
+            std::lock_guard lk(mutex_);
+            if (index >= waiters_.size())
+                throw std::out_of_range("simulated_clickhouse::time_out_quorum: no such insert");
+            r = std::move(waiters_[index].r);
+            waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(index));
+        }
+        r.diag->message = "Code: 319. DB::Exception: Unknown status, client must retry. Reason: Code: 159. "
+                          "DB::Exception: Timeout while waiting for quorum. (UNKNOWN_STATUS_OF_INSERT) (simulated)";
+        r.complete(make_clickhouse_error(319));
+    }
 
     /// `server_clock` gives now()/now64() and judges TTL; pass a (skewed)
     /// handle on the clients' timeline to share simulated time.
@@ -377,6 +539,13 @@ public:
             found = &lookup(table_name);
         } catch (const sim_error& e) {
             throw error(make_clickhouse_error(e.code), e.message);
+        }
+        if (found->replicated) { // in ZooKeeper: no block behind it
+            auto& z = zk_[key_of(*found)];
+            std::string id = "token:" + token;
+            z.block_ids.push_back(id);
+            z.block_of_id[id] = 0;
+            return;
         }
         found->remember_token(std::move(token));
     }
@@ -408,7 +577,7 @@ public:
         std::lock_guard lk(mutex_);
         std::vector<pending_request> out;
         for (auto& p : queue_)
-            out.push_back({p.client, p.stmt.sql});
+            out.push_back({p.client, p.stmt.sql, p.replica});
         return out;
     }
     std::size_t pending_count() const {
@@ -434,47 +603,74 @@ public:
     /// Merges every part of `table_name` (`db.t`, quotes optional) into one,
     /// collapsing by sorting key and dropping TTL-expired rows. Returns the
     /// number of rows removed. Does nothing after SYSTEM STOP MERGES.
+    /// Cluster mode: on every replica, each merging the parts it holds.
     std::size_t merge(std::string_view table_name) {
         std::lock_guard lk(mutex_);
-        return merge_locked(lookup(table_name));
+        lookup(table_name); // unknown: throws
+        std::size_t n = 0;
+        for (auto& tables : replica_tables_)
+            if (auto it = tables.find(normalize(table_name)); it != tables.end())
+                n += merge_locked(it->second);
+        return n;
     }
     /// merge() on every table.
     std::size_t merge_all() {
         std::lock_guard lk(mutex_);
         std::size_t n = 0;
-        for (auto& [_, t] : tables_)
-            n += merge_locked(t);
+        for (auto& tables : replica_tables_)
+            for (auto& [_, t] : tables)
+                n += merge_locked(t);
         return n;
     }
-    /// Applies every queued ALTER … DELETE; returns rows removed.
+    /// Applies every queued ALTER … DELETE (cluster mode: on every
+    /// replica, the replicated ones too); returns rows removed.
     std::size_t apply_mutations() {
-        std::lock_guard lk(mutex_);
         std::size_t n = 0;
-        for (auto& [_, t] : tables_) {
-            for (auto& m : t.mutations)
-                n += delete_where(t, m);
-            t.mutations.clear();
+        {
+            std::lock_guard lk(mutex_);
+            for (auto& tables : replica_tables_)
+                for (auto& [_, t] : tables) {
+                    for (auto& m : t.mutations)
+                        n += delete_where(t, m);
+                    t.mutations.clear();
+                }
+        }
+        for (;;) {
+            std::size_t k = 0;
+            {
+                std::lock_guard lk(mutex_);
+                while (k < tasks_.size() && tasks_[k].kind != replication_task::mutate)
+                    ++k;
+                if (k == tasks_.size())
+                    break;
+            }
+            replicate(k);
         }
         return n;
     }
     std::size_t pending_mutations() const {
         std::lock_guard lk(mutex_);
         std::size_t n = 0;
-        for (auto& [_, t] : tables_)
-            n += t.mutations.size();
+        for (auto& tables : replica_tables_)
+            for (auto& [_, t] : tables)
+                n += t.mutations.size();
+        for (auto& t : tasks_)
+            n += t.kind == replication_task::mutate;
         return n;
     }
-    /// Unmerged parts of a table (0 for an unknown table).
-    std::size_t part_count(std::string_view table_name) const {
+    /// Unmerged parts of a table (0 for an unknown table), on `replica`.
+    std::size_t part_count(std::string_view table_name, std::size_t replica = 0) const {
         std::lock_guard lk(mutex_);
-        auto it = tables_.find(normalize(table_name));
-        return it == tables_.end() ? 0 : it->second.parts.size();
+        auto& tables = replica_tables_.at(replica);
+        auto it = tables.find(normalize(table_name));
+        return it == tables.end() ? 0 : it->second.parts.size();
     }
-    /// Rows in a table, unmerged (as SELECT count() without FINAL).
-    std::size_t row_count(std::string_view table_name) const {
+    /// Rows in a table, unmerged (as SELECT count() without FINAL), on `replica`.
+    std::size_t row_count(std::string_view table_name, std::size_t replica = 0) const {
         std::lock_guard lk(mutex_);
-        auto it = tables_.find(normalize(table_name));
-        if (it == tables_.end())
+        auto& tables = replica_tables_.at(replica);
+        auto it = tables.find(normalize(table_name));
+        if (it == tables.end())
             return 0;
         std::size_t n = 0;
         for (auto& p : it->second.parts)
@@ -483,36 +679,50 @@ public:
     }
 
     /// Executes `stmt` synchronously, bypassing delivery; the whole reply in `reply`.
-    error_code execute(const statement& stmt, std::string& reply, diagnostics& diag) {
+    /// Cluster mode: on `replica`; a quorum INSERT replicates everything at
+    /// once (replicate_all()) to reach its quorum.
+    error_code execute(const statement& stmt, std::string& reply, diagnostics& diag, std::size_t replica = 0) {
+        if (auto why = refuse_settings(stmt)) {
+            diag.message = *why;
+            return make_error_code(errc::unsupported);
+        }
         std::vector<std::string> chunks;
-        auto ec = execute_chunks(stmt, chunks, diag);
+        bool waiting = false;
+        auto ec = execute_chunks(stmt, replica, chunks, diag, nullptr, &waiting);
         for (auto& c : chunks)
             reply += c;
+        if (waiting || !manual_delivery())
+            replicate_all();
         return ec;
     }
 
     /// Used by simulated_transport.
     template <class Handler>
     void submit(std::size_t client, const statement& stmt, result_sink sink, diagnostics& diag, Handler handler,
-                asio::any_io_executor default_ex) {
+                asio::any_io_executor default_ex, std::size_t replica = 0) {
         auto hex = asio::get_associated_executor(handler, default_ex);
         auto shared = std::make_shared<Handler>(std::move(handler));
         request r;
         r.client = client;
+        r.replica = replica;
         r.stmt = stmt;
         r.sink = std::move(sink);
         r.diag = &diag;
         r.complete = [shared, hex](error_code ec) {
             asio::post(hex, [shared, ec]() mutable { std::move(*shared)(ec); });
         };
-        if (!stmt.settings.empty()) { // no replicas here (cluster mode)
-            diag.message = "the simulated server has no replicas: statement setting " + stmt.settings.front().name +
-                           " (cluster mode) cannot apply";
+        if (auto why = refuse_settings(stmt)) {
+            diag.message = *why;
             r.complete(make_error_code(errc::unsupported));
             return;
         }
         {
             std::lock_guard lk(mutex_);
+            if (replica >= replica_tables_.size()) {
+                diag.message = "simulated_clickhouse: no replica " + std::to_string(replica);
+                r.complete(make_error_code(errc::connection_failed));
+                return;
+            }
             if (manual_) {
                 queue_.push_back(std::move(r));
                 return;
@@ -524,18 +734,74 @@ public:
 private:
     struct request {
         std::size_t client = 0;
+        std::size_t replica = 0;
         statement stmt;
         result_sink sink;
         diagnostics* diag = nullptr;
         std::function<void(error_code)> complete;
     };
 
+    /// A quorum INSERT's status node in ZooKeeper: the replicas that hold the part.
+    struct quorum_entry {
+        std::uint64_t block = 0;
+        std::size_t required = 0;
+        std::set<std::size_t> replicas;
+        bool parallel = false;
+    };
+    struct mutation_entry {
+        expr cond;
+        std::uint64_t max_block = 0; ///< applies to blocks up to this one
+    };
+    /// What ZooKeeper holds for one replicated table, shared by its replicas.
+    struct shared_table {
+        std::vector<std::string> block_ids;                ///< deduplication log, oldest first
+        std::map<std::string, std::uint64_t> block_of_id;  ///< id → block number
+        std::map<std::string, std::string> id_bytes;       ///< id → the block's bytes (written_rows)
+        std::map<std::uint64_t, detail::sim::part> blocks; ///< each block as inserted (what a fetch copies)
+        std::optional<quorum_entry> quorum;                ///< quorum/status (insert_quorum_parallel = 0)
+        std::map<std::uint64_t, quorum_entry> parallel;    ///< quorum/parallel/<part>
+        std::uint64_t last_quorum_block = 0;               ///< quorum/last_part (0: none)
+        std::vector<mutation_entry> mutations;             ///< the replication log's mutations
+    };
+
     simulated_clickhouse(manual_clock c, bool manual) : clock_(std::move(c)), manual_(manual) {}
+
+    /// The settings a statement may carry: none on one server; in cluster
+    /// mode the quorum ones. Anything else: a reason to refuse it.
+    std::optional<std::string> refuse_settings(const statement& stmt) const {
+        std::lock_guard lk(mutex_);
+        for (auto& st : stmt.settings) {
+            if (cluster_.empty())
+                return "the simulated server has no replicas: statement setting " + st.name +
+                       " (cluster mode) cannot apply (simulated_clickhouse::create_cluster has them)";
+            if (st.name != "insert_quorum" && st.name != "insert_quorum_timeout" &&
+                st.name != "select_sequential_consistency" && st.name != "insert_quorum_parallel")
+                return "simulated_clickhouse does not model the setting " + st.name;
+            if (!detail::sim::to_int(st.value) && !(st.name == "insert_quorum" && st.value == "auto"))
+                return "simulated_clickhouse: setting " + st.name + " = '" + st.value + "' is not a number";
+        }
+        return std::nullopt;
+    }
+
+    /// Cluster mode, automatic delivery: replication happens at once.
+    void auto_replicate() {
+        {
+            std::lock_guard lk(mutex_);
+            if (manual_ || cluster_.empty())
+                return;
+        }
+        replicate_all();
+    }
 
     void run(request& r) {
         std::vector<std::string> chunks;
         diagnostics local;
-        error_code ec = execute_chunks(r.stmt, chunks, local);
+        bool waiting = false;
+        error_code ec = execute_chunks(r.stmt, r.replica, chunks, local, &r, &waiting);
+        if (waiting) { // moved to waiters_; acknowledged once its quorum holds the part
+            auto_replicate();
+            return;
+        }
         r.diag->written_rows = local.written_rows;
         if (!ec) {
             for (auto& c : chunks) {
@@ -548,14 +814,41 @@ private:
             r.diag->message = local.message;
         }
         r.complete(ec);
+        auto_replicate();
     }
 
-    error_code execute_chunks(const statement& stmt, std::vector<std::string>& chunks, diagnostics& diag) {
+    /// `r` (delivery) and `waiting`: a quorum INSERT that must wait for its
+    /// quorum moves `*r` to waiters_ and sets `*waiting`.
+    error_code execute_chunks(const statement& stmt, std::size_t replica, std::vector<std::string>& chunks,
+                              diagnostics& diag, request* r = nullptr, bool* waiting = nullptr) {
+        std::vector<request> done;
+        struct drain { // completions a statement caused (a duplicate block completing a quorum)
+            std::vector<request>& d;
+            ~drain() {
+                for (auto& q : d)
+                    q.complete({});
+            }
+        } drained{done};
         try {
             std::lock_guard lk(mutex_);
+            struct restore {
+                std::size_t& cur;
+                ~restore() { cur = 0; }
+            } back{cur_};
+            cur_ = replica;
             parser p(*this, stmt);
             p.run(chunks);
             diag.written_rows = p.written_rows; // as the engine counts them
+            done.swap(ready_);
+            if (p.wait_block && !quorum_done(p.wait_table, p.wait_block)) {
+                if (waiting)
+                    *waiting = true;
+                if (r) {
+                    r->diag->written_rows = p.written_rows;
+                    waiters_.push_back({std::move(*r), p.wait_table, p.wait_block, p.wait_parallel,
+                                        now_ms() + p.qs.timeout_ms});
+                }
+            }
             return {};
         } catch (const sim_error& e) {
             diag.message = e.message;
@@ -577,8 +870,8 @@ private:
     }
 
     table& lookup(std::string_view name) {
-        auto it = tables_.find(normalize(name));
-        if (it == tables_.end()) {
+        auto it = tables().find(normalize(name));
+        if (it == tables().end()) {
             auto n = normalize(name);
             auto dot = n.find('.');
             if (dot != std::string::npos && !databases_.count(n.substr(0, dot)))
@@ -600,7 +893,7 @@ private:
             return false;
         };
         std::stable_sort(rows.begin(), rows.end(), key_less);
-        if (!t.engine.starts_with("Replacing"))
+        if (t.engine.find("ReplacingMergeTree") == std::string::npos)
             return rows;
         std::vector<detail::sim::row> out;
         for (auto& r : rows) {
@@ -655,6 +948,228 @@ private:
         }
         std::erase_if(t.parts, [](const detail::sim::part& p) { return p.rows.empty(); });
         return n;
+    }
+
+    // ---- cluster mode (mutex held) -------------------------------------------
+
+    static std::string key_of(const table& t) { return t.database + "." + t.name; }
+
+    /// True unless a quorum for `block` of `key` is still being gathered.
+    bool quorum_done(const std::string& key, std::uint64_t block) const {
+        auto it = zk_.find(key);
+        if (it == zk_.end())
+            return true;
+        auto& z = it->second;
+        return !(z.quorum && z.quorum->block == block) && !z.parallel.count(block);
+    }
+
+    /// `replica` now holds `block`: counts it for a pending quorum; a quorum
+    /// reached moves its waiting INSERT to ready_ (acknowledged after the
+    /// lock is released).
+    void quorum_ack(const std::string& key, std::size_t replica, std::uint64_t block) {
+        auto& z = zk_[key];
+        quorum_entry* e = z.quorum && z.quorum->block == block ? &*z.quorum : nullptr;
+        if (auto it = z.parallel.find(block); !e && it != z.parallel.end())
+            e = &it->second;
+        if (!e)
+            return;
+        e->replicas.insert(replica);
+        if (e->replicas.size() < e->required)
+            return;
+        // The quorum is reached: quorum/status goes and quorum/last_part names
+        // the part; a parallel quorum updates no last_part (ClickHouse's
+        // StorageReplicatedMergeTree::updateQuorum).
+        if (e->parallel)
+            z.parallel.erase(block);
+        else {
+            z.last_quorum_block = block;
+            z.quorum.reset();
+        }
+        for (std::size_t k = 0; k < waiters_.size();)
+            if (waiters_[k].table == key && waiters_[k].block == block) {
+                ready_.push_back(std::move(waiters_[k].r));
+                waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(k));
+            } else
+                ++k;
+    }
+
+    /// Deletes the rows of `rows` that mutation `m` removes.
+    std::size_t mutate_rows(const table& t, const mutation_entry& m, std::vector<detail::sim::row>& rows) const {
+        auto before = rows.size();
+        std::erase_if(rows, [&](const detail::sim::row& r) {
+            return r.block <= m.max_block && truthy(eval(m.cond, t, r.cells));
+        });
+        return before - rows.size();
+    }
+
+    /// Adds `block` to this replica's `t`: the block as first written (a
+    /// fetch), or `own` rows under its number (a duplicate block written
+    /// here), as mutated by the mutations this replica has already applied.
+    void copy_block(table& t, const shared_table& z, std::uint64_t block,
+                    std::optional<std::vector<detail::sim::row>> own = std::nullopt) {
+        if (t.have.count(block))
+            return;
+        t.have.insert(block);
+        auto it = z.blocks.find(block);
+        if (it == z.blocks.end() && !own)
+            return;
+        auto rows = own ? std::move(*own) : it->second.rows;
+        for (auto& r : rows)
+            r.block = block;
+        for (std::size_t k = 0; k < t.mutations_done && k < z.mutations.size(); ++k)
+            mutate_rows(t, z.mutations[k], rows);
+        if (!rows.empty())
+            t.parts.push_back({std::move(rows)});
+    }
+
+    /// Applies the replicated mutations up to (excluding) `upto`, in order.
+    void apply_upto(table& t, const shared_table& z, std::size_t upto) {
+        for (; t.mutations_done < upto && t.mutations_done < z.mutations.size(); ++t.mutations_done)
+            for (auto& p : t.parts)
+                mutate_rows(t, z.mutations[t.mutations_done], p.rows);
+        std::erase_if(t.parts, [](const detail::sim::part& p) { return p.rows.empty(); });
+    }
+
+    void run_task(const replication_task& task) {
+        auto& tables = replica_tables_.at(task.replica);
+        auto it = tables.find(task.table);
+        if (it == tables.end())
+            return;
+        auto& z = zk_[task.table];
+        if (task.kind == replication_task::fetch) {
+            copy_block(it->second, z, task.block);
+            quorum_ack(task.table, task.replica, task.block);
+        } else {
+            apply_upto(it->second, z, task.mutation + 1);
+        }
+    }
+
+    /// The rows a read of `t` sees on this replica. With
+    /// select_sequential_consistency (ClickHouse's
+    /// StorageReplicatedMergeTree::getMaxAddedBlocks): 289 when the replica
+    /// lacks quorum/last_part; blocks after a pending (non-parallel) quorum
+    /// part and after the last quorum part are not read.
+    std::vector<detail::sim::row> visible_rows(const table& t, bool sequential) const {
+        std::vector<detail::sim::row> all;
+        std::optional<std::uint64_t> max_block;
+        if (t.replicated && sequential) {
+            auto zit = zk_.find(key_of(t));
+            if (zit != zk_.end()) {
+                auto& z = zit->second;
+                if (z.last_quorum_block && !t.have.count(z.last_quorum_block))
+                    throw sim_error{289, "Replica doesn't have part " + std::to_string(z.last_quorum_block) +
+                                             " which was successfully written to quorum of other replicas. Send query "
+                                             "to another replica or disable 'select_sequential_consistency' setting."};
+                if (z.quorum)
+                    max_block = z.quorum->block - 1;
+                if (z.last_quorum_block)
+                    max_block = z.last_quorum_block;
+            }
+        }
+        for (auto& p : t.parts)
+            for (auto& r : p.rows)
+                if (!max_block || r.block <= *max_block)
+                    all.push_back(r);
+        return all;
+    }
+
+    struct quorum_settings {
+        std::size_t quorum = 0; ///< insert_quorum (< 2: no quorum)
+        bool parallel = true;   ///< insert_quorum_parallel
+        bool sequential = false;
+        std::int64_t timeout_ms = 600'000; ///< insert_quorum_timeout
+    };
+
+    /// An INSERT's part into a replicated table (ReplicatedMergeTreeSink):
+    /// the quorum preconditions, deduplication by block id in ZooKeeper
+    /// (shared by the replicas), the part on this replica and a fetch queued
+    /// for each other one; with a quorum, `wait` names the block to wait for.
+    /// Returns the rows counted as written.
+    std::uint64_t replicated_insert(table& t, detail::sim::part p, const std::optional<std::string>& token,
+                                    const quorum_settings& q, std::uint64_t& wait) {
+        const std::string key = key_of(t);
+        auto& z = zk_[key];
+        const bool quorum = q.quorum >= 2;
+        if (p.rows.empty()) // no block reaches the sink: nothing checked, nothing written
+            return 0;
+        if (quorum && q.quorum > replica_tables_.size())
+            throw sim_error{285, "Number of alive replicas (" + std::to_string(replica_tables_.size()) +
+                                     ") is less than requested quorum (" + std::to_string(q.quorum) + ")."};
+        if (quorum && !q.parallel && z.quorum)
+            throw sim_error{286, "Quorum for previous write has not been satisfied yet. Status: part_name: " +
+                                     std::to_string(z.quorum->block) + ", required_number_of_replicas: " +
+                                     std::to_string(z.quorum->required) + ", actual_number_of_replicas: " +
+                                     std::to_string(z.quorum->replicas.size())};
+        std::string bytes;
+        for (auto& r : p.rows)
+            for (auto& v : r.cells)
+                bytes += std::to_string(int(v.kind)) + ':' + std::to_string(v.s.size()) + ':' + v.s + ':' +
+                         std::to_string(v.n) + ';';
+        const std::string id = token ? "token:" + *token : "hash:" + bytes;
+        if (auto it = z.block_of_id.find(id); it != z.block_of_id.end() && t.dedup_window > 0) {
+            // A duplicate. On this replica: ignored. Not here: THIS insert's
+            // rows are written here under the existing part's name
+            // (ReplicatedMergeTreeSink::commitPart: "already exists on other
+            // replicas as part …; will write it locally with that name") — for
+            // a deduplication token with other rows, this replica's copy of
+            // the part then differs from the others', for good (its later
+            // fetch of the part finds it present). Either way it counts for
+            // that part's quorum, and a quorum INSERT waits for it.
+            const std::uint64_t block = it->second;
+            const std::uint64_t written = z.id_bytes[id] == bytes ? 0 : p.rows.size();
+            if (!t.have.count(block))
+                copy_block(t, z, block, std::move(p.rows));
+            quorum_ack(key, cur_, block);
+            if (quorum && !quorum_done(key, block))
+                wait = block;
+            return written;
+        }
+        const std::uint64_t block = ++block_seq_;
+        for (auto& r : p.rows)
+            r.block = block;
+        if (t.dedup_window > 0) {
+            z.block_ids.push_back(id);
+            z.block_of_id[id] = block;
+            z.id_bytes[id] = bytes;
+            while (static_cast<std::int64_t>(z.block_ids.size()) > t.dedup_window) {
+                z.block_of_id.erase(z.block_ids.front());
+                z.id_bytes.erase(z.block_ids.front());
+                z.block_ids.erase(z.block_ids.begin());
+            }
+        }
+        z.blocks[block] = p;
+        const std::uint64_t written = p.rows.size();
+        t.have.insert(block);
+        t.parts.push_back(std::move(p));
+        for (std::size_t k = 0; k < replica_tables_.size(); ++k)
+            if (k != cur_)
+                tasks_.push_back({replication_task::fetch, k, key, block, 0});
+        if (quorum) {
+            quorum_entry e{block, q.quorum, {cur_}, q.parallel};
+            if (q.parallel)
+                z.parallel[block] = std::move(e);
+            else
+                z.quorum = std::move(e);
+            wait = block;
+        }
+        return written;
+    }
+
+    /// ALTER TABLE … DELETE / DELETE FROM on a replicated table: a mutation
+    /// in the replication log for every block written so far; each replica
+    /// applies it when its task runs. `here_now` (DELETE FROM): applied on
+    /// the receiving replica at once.
+    void replicated_mutation(table& t, expr cond, bool here_now) {
+        const std::string key = key_of(t);
+        auto& z = zk_[key];
+        z.mutations.push_back({std::move(cond), block_seq_});
+        const std::size_t index = z.mutations.size() - 1;
+        for (std::size_t k = 0; k < replica_tables_.size(); ++k) {
+            if (here_now && k == cur_)
+                apply_upto(t, z, index + 1);
+            else
+                tasks_.push_back({replication_task::mutate, k, key, 0, index});
+        }
     }
 
     static bool truthy(const value& v) {
@@ -832,8 +1347,36 @@ private:
         std::vector<token> toks;
         std::size_t i = 0;
         std::uint64_t written_rows = 0; ///< rows INSERTed (after deduplication)
+        quorum_settings qs;             ///< cluster mode: the statement's settings
+        std::string wait_table;         ///< a quorum INSERT: the table and block to wait for
+        std::uint64_t wait_block = 0;
+        bool wait_parallel = false;
 
-        parser(simulated_clickhouse& sv, const statement& st) : s(sv), stmt(st), toks(detail::sim::tokenize(st.sql)) {}
+        parser(simulated_clickhouse& sv, const statement& st) : s(sv), stmt(st), toks(detail::sim::tokenize(st.sql)) {
+            qs.parallel = s.quorum_parallel_default_;
+            for (auto& set : st.settings) { // checked by refuse_settings
+                auto n = detail::sim::to_int(set.value);
+                if (set.name == "insert_quorum")
+                    qs.quorum = n ? static_cast<std::size_t>(*n) : s.replica_tables_.size() / 2 + 1;
+                else if (set.name == "select_sequential_consistency")
+                    qs.sequential = n && *n != 0;
+                else if (set.name == "insert_quorum_parallel")
+                    qs.parallel = n && *n != 0;
+                else if (set.name == "insert_quorum_timeout" && n)
+                    qs.timeout_ms = *n;
+            }
+        }
+
+        /// ON CLUSTER name (after a CREATE's object name): true when given.
+        bool on_cluster() {
+            if (!accept_kw("ON"))
+                return false;
+            expect_kw("CLUSTER");
+            std::string c = name();
+            if (s.cluster_.empty() || c != s.cluster_)
+                throw sim_error{701, "Requested cluster '" + c + "' not found"};
+            return true;
+        }
 
         [[noreturn]] void unsupported() const {
             throw sim_error{48, "simulated_clickhouse does not understand this statement (see "
@@ -1054,6 +1597,11 @@ private:
                 expect_kw("WHERE");
                 expr cond = parse_expr();
                 finish();
+                if (t.replicated) {
+                    s.eval(cond, t, std::vector<detail::sim::value>(t.columns.size())); // validates columns
+                    s.replicated_mutation(t, std::move(cond), true);
+                    return;
+                }
                 s.delete_where(t, cond);
                 return;
             }
@@ -1065,7 +1613,10 @@ private:
                 expr cond = parse_expr();
                 finish();
                 s.eval(cond, t, std::vector<detail::sim::value>(t.columns.size())); // validates columns
-                t.mutations.push_back(std::move(cond));
+                if (t.replicated)
+                    s.replicated_mutation(t, std::move(cond), false);
+                else
+                    t.mutations.push_back(std::move(cond));
                 return;
             }
             if (accept_kw("OPTIMIZE")) {
@@ -1082,7 +1633,7 @@ private:
                     expect_kw("START");
                 expect_kw("MERGES");
                 if (at_end()) {
-                    for (auto& [_, t] : s.tables_)
+                    for (auto& [_, t] : s.tables())
                         t.merges_stopped = stop;
                     return;
                 }
@@ -1139,6 +1690,7 @@ private:
             if (accept_kw("DATABASE")) {
                 bool if_not = accept_kw("IF") && (expect_kw("NOT"), expect_kw("EXISTS"), true);
                 std::string db = name();
+                on_cluster(); // the replicas share the set of databases
                 finish();
                 if (!s.databases_.insert(db).second && !if_not)
                     throw sim_error{82, "Database " + db + " already exists"};
@@ -1150,6 +1702,7 @@ private:
             auto dot = full.find('.');
             if (dot == std::string::npos)
                 unsupported();
+            const bool everywhere = on_cluster();
             table t;
             t.database = full.substr(0, dot);
             t.name = full.substr(dot + 1);
@@ -1180,7 +1733,21 @@ private:
             expect_sym("=");
             std::size_t engine_start = peek().pos;
             t.engine = name();
+            // Replicated*MergeTree('zookeeper path', 'replica'[, ver]), cluster mode only:
+            // the replicas of a table are its copies in each replica's tables.
+            t.replicated = t.engine.starts_with("Replicated");
+            if (t.replicated && s.cluster_.empty())
+                unsupported();
             if (accept_sym("(")) {
+                if (t.replicated) {
+                    for (int arg = 0; arg < 2; ++arg) {
+                        if (peek().kind != token::string)
+                            unsupported();
+                        ++i;
+                        if (arg == 0 || !is_sym(")"))
+                            expect_sym(",");
+                    }
+                }
                 if (!accept_sym(")")) {
                     std::string ver = name();
                     t.version_col = t.find(ver);
@@ -1189,8 +1756,11 @@ private:
                     expect_sym(")");
                 }
             }
-            if (t.engine != "MergeTree" && t.engine != "ReplacingMergeTree")
+            const std::string base = t.replicated ? t.engine.substr(std::string_view("Replicated").size()) : t.engine;
+            if (base != "MergeTree" && base != "ReplacingMergeTree")
                 unsupported();
+            if (t.replicated)
+                t.dedup_window = 1000; // replicated_deduplication_window's default (100 before 23.x)
             expect_kw("ORDER");
             expect_kw("BY");
             auto key_col = [&] {
@@ -1220,17 +1790,23 @@ private:
             }
             t.engine_full = stmt.sql.substr(engine_start);
             auto settings = finish();
-            if (auto it = settings.find("non_replicated_deduplication_window"); it != settings.end())
+            if (auto it = settings.find("non_replicated_deduplication_window"); it != settings.end() && !t.replicated)
+                t.dedup_window = it->second.n;
+            if (auto it = settings.find("replicated_deduplication_window"); it != settings.end() && t.replicated)
                 t.dedup_window = it->second.n;
             if (!s.databases_.count(t.database))
                 throw sim_error{81, "Database " + t.database + " does not exist"};
             std::string key = t.database + "." + t.name;
-            if (s.tables_.count(key)) {
+            if (s.tables().count(key)) {
                 if (if_not)
                     return;
                 throw sim_error{57, "Table " + key + " already exists"};
             }
-            s.tables_.emplace(key, std::move(t));
+            if (everywhere) // distributed DDL: modelled as done on every replica before the reply
+                for (auto& tables : s.replica_tables_)
+                    tables.emplace(key, t);
+            else
+                s.tables().emplace(key, std::move(t));
         }
 
         void insert() {
@@ -1315,7 +1891,7 @@ private:
             // An INSERT of no rows (a SELECT whose WHERE is false) makes no
             // block, so it leaves no deduplication token.
             if (auto it = settings.find("insert_deduplication_token");
-                it != settings.end() && t.dedup_window > 0 && !given.empty()) {
+                it != settings.end() && t.dedup_window > 0 && !given.empty() && !t.replicated) {
                 std::string tok = it->second.s;
                 std::string bytes;
                 for (auto& g : given)
@@ -1353,6 +1929,19 @@ private:
                 }
                 r.seq = ++s.seq_;
                 p.rows.push_back(std::move(r));
+            }
+            if (t.replicated) {
+                std::optional<std::string> token;
+                if (auto it = settings.find("insert_deduplication_token"); it != settings.end())
+                    token = it->second.s;
+                std::uint64_t wait = 0;
+                written_rows += s.replicated_insert(t, std::move(p), token, qs, wait);
+                if (wait) {
+                    wait_table = key_of(t);
+                    wait_block = wait;
+                    wait_parallel = qs.parallel;
+                }
+                return;
             }
             written_rows += p.rows.size();
             if (!p.rows.empty())
@@ -1435,7 +2024,7 @@ private:
         struct item {
             expr e;
             std::string name;
-            enum agg_t { none, count, max, min } agg = none;
+            enum agg_t { none, count, max, min, any } agg = none;
         };
 
         /// A SELECT's items, evaluated rows and the table they came from.
@@ -1468,8 +2057,8 @@ private:
                 } else {
                     it.e = parse_expr();
                     std::string f = detail::sim::upper(it.e.name);
-                    if (it.e.kind == expr::call && (f == "MAX" || f == "MIN") && it.e.args.size() == 1) {
-                        it.agg = f == "MAX" ? item::max : item::min;
+                    if (it.e.kind == expr::call && (f == "MAX" || f == "MIN" || f == "ANY") && it.e.args.size() == 1) {
+                        it.agg = f == "MAX" ? item::max : f == "MIN" ? item::min : item::any;
                         expr arg = it.e.args.front();
                         std::string text = it.e.text;
                         it.e = std::move(arg);
@@ -1485,16 +2074,14 @@ private:
             std::vector<std::vector<value>> rows;
             if (accept_kw("FROM")) {
                 std::string tn = table_name();
-                if (tn == "system.tables" || tn == "system.columns" || tn == "system.mutations") {
+                if (tn == "system.tables" || tn == "system.columns" || tn == "system.mutations" ||
+                    tn == "system.clusters") {
                     system_table(tn, sel.scratch, rows);
                 } else {
                     const table& t = s.lookup(tn);
                     sel.src = &t;
                     bool final_ = accept_kw("FINAL");
-                    std::vector<detail::sim::row> all;
-                    for (auto& p : t.parts)
-                        for (auto& r : p.rows)
-                            all.push_back(r);
+                    std::vector<detail::sim::row> all = s.visible_rows(t, qs.sequential);
                     if (final_)
                         all = collapse(t, std::move(all));
                     for (auto& r : all)
@@ -1560,6 +2147,11 @@ private:
                     for (auto& row : rows) {
                         value v = s.eval(it.e, *src, row);
                         auto c = best ? detail::sim::compare(v, *best) : std::optional<int>(1);
+                        if (it.agg == item::any) {
+                            if (!best)
+                                best = std::move(v);
+                            continue;
+                        }
                         if (!best || (c && (it.agg == item::max ? *c > 0 : *c < 0)))
                             best = std::move(v);
                     }
@@ -1710,19 +2302,36 @@ private:
 
         void system_table(const std::string& tn, table& scratch, std::vector<std::vector<value>>& rows) {
             auto col = [&](std::string n, std::string ty) { scratch.columns.push_back({std::move(n), std::move(ty), {}}); };
-            if (tn == "system.mutations") {
+            if (tn == "system.clusters") { // cluster mode: one shard, a replica per row
+                col("cluster", "String");
+                col("shard_num", "UInt32");
+                col("replica_num", "UInt32");
+                col("host_name", "String");
+                col("is_local", "UInt8");
+                if (!s.cluster_.empty())
+                    for (std::size_t k = 0; k < s.replica_tables_.size(); ++k)
+                        rows.push_back({value::of_text(s.cluster_), value::of_number(1),
+                                        value::of_number(static_cast<std::int64_t>(k + 1)),
+                                        value::of_text("replica" + std::to_string(k + 1)),
+                                        value::of_number(k == s.cur_ ? 1 : 0)});
+            } else if (tn == "system.mutations") {
                 col("database", "String");
                 col("table", "String");
                 col("is_done", "UInt8");
-                for (auto& [_, t] : s.tables_)
+                for (auto& [key, t] : s.tables()) {
                     for (std::size_t k = 0; k < t.mutations.size(); ++k)
                         rows.push_back({value::of_text(t.database), value::of_text(t.name), value::of_number(0)});
+                    if (auto z = s.zk_.find(key); t.replicated && z != s.zk_.end()) // done: applied on this replica
+                        for (std::size_t k = 0; k < z->second.mutations.size(); ++k)
+                            rows.push_back({value::of_text(t.database), value::of_text(t.name),
+                                            value::of_number(k < t.mutations_done ? 1 : 0)});
+                }
             } else if (tn == "system.tables") {
                 col("database", "String");
                 col("name", "String");
                 col("engine", "String");
                 col("engine_full", "String");
-                for (auto& [_, t] : s.tables_)
+                for (auto& [_, t] : s.tables())
                     rows.push_back({value::of_text(t.database), value::of_text(t.name), value::of_text(t.engine),
                                     value::of_text(t.engine_full)});
             } else {
@@ -1731,7 +2340,7 @@ private:
                 col("name", "String");
                 col("type", "String");
                 col("position", "UInt64");
-                for (auto& [_, t] : s.tables_)
+                for (auto& [_, t] : s.tables())
                     for (std::size_t k = 0; k < t.columns.size(); ++k)
                         rows.push_back({value::of_text(t.database), value::of_text(t.name),
                                         value::of_text(t.columns[k].name), value::of_text(t.columns[k].type),
@@ -1747,28 +2356,54 @@ private:
     mutable std::mutex array_cache_mutex_;
     mutable std::map<std::string, std::vector<std::string>> array_cache_;
     std::set<std::string> databases_{"default", "system"};
-    std::map<std::string, table> tables_;
+    /// One map of tables per replica (one server: one replica); cur_ is the
+    /// replica the statement under execution was sent to.
+    std::vector<std::map<std::string, table>> replica_tables_ = std::vector<std::map<std::string, table>>(1);
+    std::size_t cur_ = 0;
+    std::map<std::string, table>& tables() { return replica_tables_[cur_]; }
+    const std::map<std::string, table>& tables() const { return replica_tables_[cur_]; }
     std::uint64_t seq_ = 0;
     std::vector<request> queue_;
+
+    // ---- cluster mode (create_cluster) ------------------------------------
+    std::string cluster_;           ///< the cluster's name; empty: one server
+    bool quorum_parallel_default_ = true;
+    std::map<std::string, shared_table> zk_;
+    std::uint64_t block_seq_ = 0;
+    std::vector<replication_task> tasks_;
+    /// Quorum INSERTs executed and not yet acknowledged.
+    struct waiter {
+        request r;
+        std::string table;
+        std::uint64_t block = 0;
+        bool parallel = false;
+        std::int64_t deadline_ms = 0; ///< server clock: when insert_quorum_timeout has passed
+    };
+    std::vector<waiter> waiters_;
+    std::vector<request> ready_; ///< quorum INSERTs acknowledged, to complete outside the lock
 };
 
 /// A client connection to a simulated_clickhouse; cheap to copy. `client`
 /// identifies it in simulated_clickhouse::pending().
 class simulated_transport {
 public:
-    simulated_transport(std::shared_ptr<simulated_clickhouse> server, asio::any_io_executor ex, std::size_t client = 0)
-        : server_(std::move(server)), ex_(std::move(ex)), client_(client) {}
+    /// `replica`: in cluster mode (simulated_clickhouse::create_cluster) the
+    /// replica this client is connected to.
+    simulated_transport(std::shared_ptr<simulated_clickhouse> server, asio::any_io_executor ex, std::size_t client = 0,
+                        std::size_t replica = 0)
+        : server_(std::move(server)), ex_(std::move(ex)), client_(client), replica_(replica) {}
 
     asio::any_io_executor get_executor() const { return ex_; }
     const std::shared_ptr<simulated_clickhouse>& server() const noexcept { return server_; }
     std::size_t client() const noexcept { return client_; }
+    std::size_t replica() const noexcept { return replica_; }
 
     template <class CompletionToken>
     auto async_execute(const statement& stmt, result_sink sink, diagnostics& diag, CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
-            [server = server_, ex = ex_, client = client_](auto handler, const statement* stmt, result_sink sink,
-                                                           diagnostics* diag) {
-                server->submit(client, *stmt, std::move(sink), *diag, std::move(handler), ex);
+            [server = server_, ex = ex_, client = client_, replica = replica_](auto handler, const statement* stmt,
+                                                                               result_sink sink, diagnostics* diag) {
+                server->submit(client, *stmt, std::move(sink), *diag, std::move(handler), ex, replica);
             },
             token, &stmt, std::move(sink), &diag);
     }
@@ -1777,6 +2412,7 @@ private:
     std::shared_ptr<simulated_clickhouse> server_;
     asio::any_io_executor ex_;
     std::size_t client_ = 0;
+    std::size_t replica_ = 0;
 };
 
 static_assert(transport<simulated_transport>);
