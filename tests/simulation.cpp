@@ -225,6 +225,9 @@ struct id_map {
     std::mt19937_64* rng = nullptr;
     std::uint32_t counter = 0;
     std::map<std::string, std::string> to_det, from_det;
+    /// Cluster classes that show why the store sends insert_quorum_parallel=0:
+    /// the setting is taken out of every statement.
+    bool withhold_quorum_parallel = false;
 
     std::string det(const std::string& real) {
         auto it = to_det.find(real);
@@ -259,6 +262,8 @@ public:
         for (auto& p : s.parameters)
             if (p.name == "lock_id" && p.value)
                 p.value = map_->det(*p.value);
+        if (map_->withhold_quorum_parallel) // the server's default (1) applies, as if the store never sent 0
+            std::erase_if(s.settings, [](const setting& st) { return st.name == "insert_quorum_parallel"; });
         // Deletes carry no parameters (statements.hpp): their lock_id is a literal.
         for (auto& [real, d] : map_->to_det)
             for (auto p = s.sql.find(real); p != std::string::npos; p = s.sql.find(real, p + d.size()))
@@ -299,7 +304,10 @@ struct scenario {
     /// table; tables replicate independently either way, as each replicated
     /// table has its own replication queue).
     bool fetch_any_order = false;
-    bool quorum_parallel = true;  ///< the server's insert_quorum_parallel default (ClickHouse's: 1)
+    bool quorum_parallel = true; ///< the server's insert_quorum_parallel default (ClickHouse's: 1)
+    /// The store's insert_quorum_parallel=0 taken out of every statement:
+    /// what a store that leaves the server's default meets (why it sends 0).
+    bool withhold_quorum_parallel = false;
     /// Per step, the chance that replication stands still (no task offered
     /// while anything else can happen): replicas lag behind.
     double lag = 0;
@@ -331,6 +339,7 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
                           : simulated_clickhouse::create(base, true);
     server->set_insert_quorum_parallel_default(sc.quorum_parallel);
     auto ids = std::make_shared<id_map>();
+    ids->withhold_quorum_parallel = sc.withhold_quorum_parallel;
     ids->order = order;
     ids->rng = &rng;
     store_options o;
@@ -777,9 +786,11 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
 //    within the settle time) does not hold on a lagging cluster; with
 //    insert_quorum_parallel=1 on 3 replicas also an acknowledged candidate
 //    is missing from the third replica's read.
-//  * strict is safe here (0 double grants, 0 lost updates) only when the
-//    server's insert_quorum_parallel is 0. With ClickHouse's default since
-//    20.12 (1), which the store does not override:
+//  * strict is safe here (0 double grants, 0 lost updates) only with
+//    insert_quorum_parallel=0, which the store therefore sends wherever the
+//    server has the setting (it asks system.settings). The "(withheld)"
+//    classes take it out of every statement, leaving ClickHouse's default
+//    since 20.12 (1), to show what goes wrong then:
 //     - rival claims of the same token on two replicas both win, even with 2
 //       replicas: the second claim reaches a replica that has not fetched the
 //       first one's part yet; ZooKeeper knows the block id, so ClickHouse
@@ -795,8 +806,8 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
 //       write (tables replicate independently): a lost update; and a lease
 //       holder's fenced write is checked and confirmed on a replica that has
 //       not fetched the next grant (stale-holder).
-//    (library finding: the cluster mode should send insert_quorum_parallel=0
-//    on servers that have the setting, 20.10 and later.)
+//    (Found by this explorer; the store sent no insert_quorum_parallel
+//    before.)
 TEST_CASE("lock-schedules: both protocols on a simulated cluster (lagging fetches, quorum timeouts)") {
     const auto wall_start = std::chrono::steady_clock::now();
     struct cls {
@@ -813,37 +824,35 @@ TEST_CASE("lock-schedules: both protocols on a simulated cluster (lagging fetche
     short_lease.lease_ttl = 20s; // client 0's 25 s of work outlive it
     short_lease.timeout = 60s;
     std::vector<cls> classes = {
-        {{.name = "seed-compatible, 2 replicas", .work = 2s, .lock = seed_locks, .replicas = 2,
-          .quorum_timeouts = true, .lag = 0.5},
+        {{.name = "seed-compatible, 2 replicas, insert_quorum_parallel=1 (withheld)", .work = 2s, .lock = seed_locks, .replicas = 2,
+          .quorum_timeouts = true, .withhold_quorum_parallel = true, .lag = 0.5},
          300, 11, false},
-        {{.name = "seed-compatible, 3 replicas", .clients = 3, .work = 2s, .lock = seed_locks, .replicas = 3,
-          .quorum_timeouts = true, .lag = 0.5},
+        {{.name = "seed-compatible, 3 replicas, insert_quorum_parallel=1 (withheld)", .clients = 3, .work = 2s, .lock = seed_locks, .replicas = 3,
+          .quorum_timeouts = true, .withhold_quorum_parallel = true, .lag = 0.5},
          300, 12, false},
-        {{.name = "seed-compatible, 3 replicas, insert_quorum_parallel=0", .clients = 3, .work = 2s,
-          .lock = seed_locks, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false, .lag = 0.5},
+        {{.name = "seed-compatible, 3 replicas, insert_quorum_parallel=0 from the store", .clients = 3, .work = 2s,
+          .lock = seed_locks, .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
          300, 13, false},
-        {{.name = "strict, 2 replicas", .delays = true, .work = 2s, .lock = strict_locks, .replicas = 2,
-          .quorum_timeouts = true, .lag = 0.5},
+        {{.name = "strict, 2 replicas, insert_quorum_parallel=1 (withheld)", .delays = true, .work = 2s, .lock = strict_locks, .replicas = 2,
+          .quorum_timeouts = true, .withhold_quorum_parallel = true, .lag = 0.5},
          300, 21, false},
-        {{.name = "strict, 3 replicas", .clients = 3, .delays = true, .work = 2s, .lock = strict_locks,
-          .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
+        {{.name = "strict, 3 replicas, insert_quorum_parallel=1 (withheld)", .clients = 3, .delays = true, .work = 2s, .lock = strict_locks,
+          .replicas = 3, .quorum_timeouts = true, .withhold_quorum_parallel = true, .lag = 0.5},
          300, 22, false},
-        {{.name = "strict, 2 replicas, insert_quorum_parallel=0", .delays = true, .work = 2s, .lock = strict_locks,
-          .replicas = 2, .quorum_timeouts = true, .quorum_parallel = false, .lag = 0.5},
+        {{.name = "strict, 2 replicas, insert_quorum_parallel=0 from the store", .delays = true, .work = 2s, .lock = strict_locks,
+          .replicas = 2, .quorum_timeouts = true, .lag = 0.5},
          1500, 20, true},
-        {{.name = "strict, 3 replicas, insert_quorum_parallel=0", .clients = 3, .delays = true, .work = 2s,
-          .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false, .lag = 0.5},
+        {{.name = "strict, 3 replicas, insert_quorum_parallel=0 from the store", .clients = 3, .delays = true, .work = 2s,
+          .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
          1500, 23, true},
-        {{.name = "strict, 3 replicas, insert_quorum_parallel=0, fetches in any order", .clients = 3, .delays = true,
-          .work = 2s, .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .fetch_any_order = true,
-          .quorum_parallel = false, .lag = 0.5},
+        {{.name = "strict, 3 replicas, insert_quorum_parallel=0 from the store, fetches in any order", .clients = 3, .delays = true,
+          .work = 2s, .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .fetch_any_order = true, .lag = 0.5},
          1500, 25, true},
-        {{.name = "strict stale-holder, 3 replicas", .delays = true, .work = 2s, .first_work = 25s,
-          .lock = short_lease, .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
+        {{.name = "strict stale-holder, 3 replicas, insert_quorum_parallel=1 (withheld)", .delays = true, .work = 2s, .first_work = 25s,
+          .lock = short_lease, .replicas = 3, .quorum_timeouts = true, .withhold_quorum_parallel = true, .lag = 0.5},
          300, 26, false},
-        {{.name = "strict stale-holder, 3 replicas, insert_quorum_parallel=0", .delays = true, .work = 2s,
-          .first_work = 25s, .lock = short_lease, .replicas = 3, .quorum_timeouts = true, .quorum_parallel = false,
-          .lag = 0.5},
+        {{.name = "strict stale-holder, 3 replicas, insert_quorum_parallel=0 from the store", .delays = true, .work = 2s,
+          .first_work = 25s, .lock = short_lease, .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
          1500, 27, true},
     };
     tally total, strict_safe;

@@ -102,7 +102,8 @@
 //     DELETE FROM: the same, applied on the receiving replica at once (as
 //     lightweight_deletes_sync = 1; ClickHouse's default 2 also waits for
 //     the other replicas, which only makes this model more adversarial).
-//   * system.clusters (cluster, shard_num, replica_num, host_name, is_local).
+//   * system.clusters (cluster, shard_num, replica_num, host_name, is_local);
+//     system.settings (name, value): insert_quorum_parallel only.
 // Not modelled: replicas that die or ZooKeeper outages (242, 999, session
 // expiry), real time (insert_quorum_timeout), merges coordinated across
 // replicas (merge() merges each replica's own parts), 18.16's refusal to
@@ -2075,7 +2076,7 @@ private:
             if (accept_kw("FROM")) {
                 std::string tn = table_name();
                 if (tn == "system.tables" || tn == "system.columns" || tn == "system.mutations" ||
-                    tn == "system.clusters") {
+                    tn == "system.clusters" || tn == "system.settings") {
                     system_table(tn, sel.scratch, rows);
                 } else {
                     const table& t = s.lookup(tn);
@@ -2314,6 +2315,12 @@ private:
                                         value::of_number(static_cast<std::int64_t>(k + 1)),
                                         value::of_text("replica" + std::to_string(k + 1)),
                                         value::of_number(k == s.cur_ ? 1 : 0)});
+            } else if (tn == "system.settings") { // cluster mode: the one setting the store asks about
+                col("name", "String");
+                col("value", "String");
+                if (!s.cluster_.empty())
+                    rows.push_back({value::of_text("insert_quorum_parallel"),
+                                    value::of_text(s.quorum_parallel_default_ ? "1" : "0")});
             } else if (tn == "system.mutations") {
                 col("database", "String");
                 col("table", "String");
