@@ -972,6 +972,38 @@ TEST_CASE("cluster: a new store while a replica is down starts promptly on the e
     MESSAGE("first operation of a new store with r3 down: " << took << " s");
 }
 
+TEST_CASE("cluster: a cluster the servers do not know, or a quorum above the shard's replicas: typed errors, nothing written") {
+    require_cluster();
+    scratch_schema schema("cl_misconfigured");
+    {
+        auto so = cluster_store(schema);
+        so.cluster.name = "no_such_cluster";
+        auto store = on(1, so);
+        std::string message;
+        auto ec = code_of([&] { store->set(state{"k", json::object{{"v", 1}}, {}}); }, &message);
+        INFO(message);
+        CHECK(ec == errc::invalid_configuration);
+        CHECK(message.find("no_such_cluster") != std::string::npos);
+        CHECK(sql(1, "SELECT count() FROM system.databases WHERE name = '" + schema.name + "'") == "0\n");
+    }
+    {
+        auto store = on(2, cluster_store(schema, 4, 2s)); // 3 replicas in the shard
+        std::string message;
+        const auto t0 = steady::now();
+        auto ec = code_of([&] { store->set(state{"k", json::object{{"v", 1}}, {}}); }, &message);
+        INFO(message);
+        CHECK((ec == errc::invalid_configuration || ec == errc::replicas_unavailable));
+        CHECK(seconds_since(t0) < 5);
+        for (int r = 1; r <= 3; ++r) {
+            CAPTURE(r);
+            CHECK(sql(r, "SELECT count() FROM system.tables WHERE database = '" + schema.name +
+                         "' AND name = 'state'") == (ec == errc::invalid_configuration ? "0\n" : "1\n"));
+        }
+        if (ec == errc::replicas_unavailable)
+            CHECK_FALSE(on(1, cluster_store(schema))->get("k"));
+    }
+}
+
 TEST_CASE("cluster: URI and environment settings cluster, insert_quorum, insert_quorum_timeout; chdb: refuses them") {
     require_cluster();
     {
