@@ -1108,6 +1108,9 @@ TEST_CASE("versions: a writer whose clock lags still supersedes the write it fol
 // ---- the fault suite ---------------------------------------------------------
 #include "fault_cases.ipp"
 
+// ---- the cluster suite (its own doctest suite, "cluster") ---------------------
+#include "cluster_cases.ipp"
+
 // ---- failover: several endpoints for one store -------------------------------
 
 TEST_SUITE("server") {
