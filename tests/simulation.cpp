@@ -775,17 +775,17 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
 // schedules, fixed seeds; about 5 s in all.
 //
 // What it finds (each class asserts it):
-//  * seed-compatible double-grants on every cluster shape. A candidate
-//    INSERT is acknowledged only when a quorum holds it, so a replica that
-//    fetches it late (about the settle time) delays the acknowledgement past
-//    a rival's settle: the rival reads the candidates (on its replica, or
-//    sequentially consistent, without the pending part) and wins, then the
-//    late candidate's owner reads both and wins too — the single server's
-//    "slow-acquirer" window, opened by replication lag instead of a slow
-//    network. The seed's assumption (every rival's candidate acknowledged
-//    within the settle time) does not hold on a lagging cluster; with
-//    insert_quorum_parallel=1 on 3 replicas also an acknowledged candidate
-//    is missing from the third replica's read.
+//  * seed-compatible: a candidate INSERT is acknowledged only when a quorum
+//    holds it, so a replica that fetches it late delays the acknowledgement
+//    past a rival's settle: the rival reads the candidates without it and
+//    wins, then the late candidate's owner reads both and wins too — the
+//    single server's "slow-acquirer" window, opened by replication lag. The
+//    store therefore gives a round up, on a cluster, when its candidate was
+//    acknowledged later than the settle time after its holder check: with
+//    2 replicas that leaves no double grant here. With 3 replicas some
+//    remain (with insert_quorum_parallel=1 an acknowledged candidate can be
+//    missing from the third replica's read; with 0, fewer, by schedules not
+//    analysed yet): seed-compatible stays best effort on a cluster.
 //  * strict is safe here (0 double grants, 0 lost updates) only with
 //    insert_quorum_parallel=0, which the store therefore sends wherever the
 //    server has the setting (it asks system.settings). The "(withheld)"
@@ -826,13 +826,13 @@ TEST_CASE("lock-schedules: both protocols on a simulated cluster (lagging fetche
     std::vector<cls> classes = {
         {{.name = "seed-compatible, 2 replicas, insert_quorum_parallel=1 (withheld)", .work = 2s, .lock = seed_locks, .replicas = 2,
           .quorum_timeouts = true, .withhold_quorum_parallel = true, .lag = 0.5},
-         300, 11, false},
+         300, 11, true},
         {{.name = "seed-compatible, 3 replicas, insert_quorum_parallel=1 (withheld)", .clients = 3, .work = 2s, .lock = seed_locks, .replicas = 3,
           .quorum_timeouts = true, .withhold_quorum_parallel = true, .lag = 0.5},
          300, 12, false},
         {{.name = "seed-compatible, 3 replicas, insert_quorum_parallel=0 from the store", .clients = 3, .work = 2s,
           .lock = seed_locks, .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
-         300, 13, false},
+         1000, 13, false},
         {{.name = "strict, 2 replicas, insert_quorum_parallel=1 (withheld)", .delays = true, .work = 2s, .lock = strict_locks, .replicas = 2,
           .quorum_timeouts = true, .withhold_quorum_parallel = true, .lag = 0.5},
          300, 21, false},
@@ -868,7 +868,8 @@ TEST_CASE("lock-schedules: both protocols on a simulated cluster (lagging fetche
         if (c.safe) {
             CHECK_MESSAGE(t.double_grants == 0, std::string(c.sc.name));
             CHECK_MESSAGE(t.lost_updates == 0, std::string(c.sc.name));
-            strict_safe.add(t);
+            if (c.sc.lock.mode == lock_mode::strict)
+                strict_safe.add(t);
         } else {
             CHECK_MESSAGE(t.double_grants > 0, std::string(c.sc.name));
             CHECK_MESSAGE(t.lost_updates > 0, std::string(c.sc.name));

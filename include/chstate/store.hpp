@@ -1342,6 +1342,7 @@ private:
         const time_point deadline = clock_.now() + lo.timeout;
         for (;;) {
             auto stm = stmts_snapshot();
+            const time_point checked = clock_.now();
             auto [ec, holder] = co_await lock_holder(id, diag);
             if (ec)
                 co_return std::tuple{ec, std::string{}};
@@ -1370,6 +1371,28 @@ private:
                     if (ec == errc::outcome_unknown || ec == asio::error::operation_aborted)
                         remember_orphan(id, mine, 0); // it may have landed
                     co_return std::tuple{ec, std::string{}};
+                }
+                // The protocol holds while every candidate is acknowledged
+                // (visible to rivals) within the settle time of its
+                // holder check. On a cluster the store itself can stretch
+                // that — a quorum INSERT is acknowledged only once a quorum
+                // holds it, and 286 is retried — so a candidate that took
+                // longer gives this round up: a rival may have checked,
+                // settled and won without seeing it.
+                if (stm->replicated().enabled() && clock_.now() - checked >= lo.settle) {
+                    if (std::tie(ec) = co_await execute_delete(stm->delete_lock(id, mine), true, diag); ec) {
+                        remember_orphan(id, mine, 0);
+                        co_return std::tuple{ec, std::string{}};
+                    }
+                    if (clock_.now() >= deadline) {
+                        diag.message = "Could not acquire lock for state_id: " + id +
+                                       " (every candidate took longer than the settle time to be acknowledged)";
+                        co_return std::tuple{make_error_code(errc::state_id_locked), std::string{}};
+                    }
+                    auto [late_ec] = co_await wait(lo.retry_interval);
+                    if (late_ec)
+                        co_return std::tuple{late_ec, std::string{}};
+                    continue;
                 }
                 auto [wait_ec] = co_await wait(lo.settle);
                 if (wait_ec) {
