@@ -1309,15 +1309,22 @@ TEST_CASE("cluster: the lock across replicas: held via r1, r2 and r3 time out (a
     }));
     const auto t_update = steady::now();
     a->update(state{"job", json::object{{"w", 1}}, {}});
-    MESSAGE("uncontended on the cluster: acquire_lock " << acquire_s << " s, release " << release_s
-                                                        << " s, update " << seconds_since(t_update) << " s");
+    const double update_s = seconds_since(t_update);
+    MESSAGE("uncontended on the cluster: acquire_lock " << acquire_s << " s, release (after ~6 s held) " << release_s
+                                                        << " s, update " << update_s << " s");
+    CHECK(release_s < 2); // see "deletes do not wait for 18.16's mutation scheduling"
+    CHECK(update_s < 2.5);
 }
 
-TEST_CASE("cluster: deletes do not wait for 18.16's mutation scheduling: release, update, delete_state well under 5 s") {
+TEST_CASE("cluster: deletes do not wait for 18.16's mutation scheduling: update, delete_state and a release after a "
+          "quiet spell, well under 5 s") {
     // A DELETE of rows in the newest quorum part (the lock row just
     // inserted, the state just written) cannot run until a newer quorum
-    // part exists; a mutation that could not be assigned is looked at again
-    // only on the replicas' next merge-selecting round, up to 5 s later.
+    // part exists. A replicated table's mutations are assigned by its
+    // merge-selecting task, which after a few idle seconds sleeps 5 s
+    // between rounds: a mutation it could not assign at once then waits for
+    // the next round. A pipeline's update() (lock, read, write, release)
+    // after a quiet spell is the everyday case.
     require_cluster();
     scratch_schema schema("cl_delete_speed");
     auto so = cluster_store(schema);
@@ -1325,26 +1332,27 @@ TEST_CASE("cluster: deletes do not wait for 18.16's mutation scheduling: release
     auto r1 = on(1, so);
     auto r2 = on(2, so);
     r1->set(state{"job", json::object{{"v", 0}}, {}});
-    double worst_release = 0, worst_update = 0, worst_delete = 0;
-    for (int round = 0; round < 3; ++round) {
-        auto lease = r1->acquire_lock("job");
-        auto t0 = steady::now();
-        lease.release();
-        worst_release = std::max(worst_release, seconds_since(t0));
-        t0 = steady::now();
-        r2->update(state{"job", json::object{{"round", round}}, {}});
-        worst_update = std::max(worst_update, seconds_since(t0));
-        r1->set(state{"gone", json::object{{"v", round}}, {}});
-        t0 = steady::now();
-        r2->delete_state("gone");
-        worst_delete = std::max(worst_delete, seconds_since(t0));
-        CHECK_FALSE(r1->get("gone"));
-    }
-    MESSAGE("worst of 3: release " << worst_release << " s, update " << worst_update << " s, delete_state of a state "
-                                   << "just written " << worst_delete << " s");
-    CHECK(worst_release < 2);
-    CHECK(worst_update < 2.5); // acquire (settle 0.1 s) + read + write + release
-    CHECK(worst_delete < 2);
+    r2->update(state{"job", json::object{{"warm", true}}, {}});
+    // A lease held through a quiet spell (a pipeline's run), then given
+    // back; then a state written and deleted at once; then an update.
+    auto lease = r1->acquire_lock("job");
+    std::this_thread::sleep_for(5500ms);
+    auto t0 = steady::now();
+    lease.release();
+    const double release_s = seconds_since(t0);
+    r1->set(state{"gone", json::object{{"v", 1}}, {}});
+    t0 = steady::now();
+    r2->delete_state("gone");
+    const double delete_s = seconds_since(t0);
+    CHECK_FALSE(r1->get("gone"));
+    t0 = steady::now();
+    r2->update(state{"job", json::object{{"round", 1}}, {}});
+    const double update_s = seconds_since(t0);
+    MESSAGE("release of a lease held 5.5 s " << release_s << " s; then delete_state of a state just written "
+                                             << delete_s << " s; update " << update_s << " s");
+    CHECK(update_s < 2.5); // settle 0.1 s and four statements
+    CHECK(delete_s < 2);
+    CHECK(release_s < 2);
 }
 
 TEST_CASE("cluster: a lock candidate held up past the settle time (as 286 retries hold it) never wins a lock held via "
