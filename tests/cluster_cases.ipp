@@ -243,8 +243,16 @@ struct scratch_schema {
     scratch_schema(const scratch_schema&) = delete;
     ~scratch_schema() {
         for (int r = 1; r <= cenv().replicas(); ++r) {
+            // 18.16 can take half a minute to drop a table that had many
+            // mutations; the server goes on after the request times out.
             try {
-                sql(r, "DROP DATABASE IF EXISTS `" + name + "`", 15s);
+                sql(r, "DROP DATABASE IF EXISTS `" + name + "`", 5s);
+            } catch (const chstate::error& e) {
+                if (e.code() == errc::timeout)
+                    std::fprintf(stderr, "cluster suite: %s on r%d is still being dropped (in the background)\n",
+                                 name.c_str(), r);
+                else
+                    std::fprintf(stderr, "cluster suite: dropping %s on r%d failed: %s\n", name.c_str(), r, e.what());
             } catch (const std::exception& e) {
                 std::fprintf(stderr, "cluster suite: dropping %s on r%d failed: %s\n", name.c_str(), r, e.what());
             }
