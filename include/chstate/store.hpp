@@ -523,14 +523,18 @@ private:
 
     op<> send_once(const statement& s, result_sink sink, diagnostics& diag) {
         diag.clear();
-        if constexpr (requires(Clock& c) { c.begin_activity(); }) {
-            auto in_flight = clock_.begin_activity();
-            auto [ec] = co_await transport_.async_execute(s, std::move(sink), diag, use_tuple);
-            co_return std::tuple{ec};
-        } else {
-            auto [ec] = co_await transport_.async_execute(s, std::move(sink), diag, use_tuple);
-            co_return std::tuple{ec};
-        }
+        [[maybe_unused]] auto in_flight = activity();
+        auto [ec] = co_await transport_.async_execute(s, std::move(sink), diag, use_tuple);
+        co_return std::tuple{ec};
+    }
+
+    /// While the result lives, a clock that tracks activity (manual_clock)
+    /// counts a statement or wait in flight; for other clocks, nothing.
+    auto activity() {
+        if constexpr (requires(Clock& c) { c.begin_activity(); })
+            return clock_.begin_activity();
+        else
+            return 0;
     }
 
     op<> execute(statement s, diagnostics& diag) {
@@ -547,13 +551,7 @@ private:
             co_return co_await execute_replicated_delete(std::move(s), lock_table ? 1 : 0, *stm, diag);
         if (!stm || !stm->deletes_are_mutations())
             co_return co_await execute(std::move(s), diag);
-        auto in_flight = [this] {
-            if constexpr (requires(Clock& c) { c.begin_activity(); })
-                return clock_.begin_activity();
-            else
-                return 0;
-        }();
-        (void)in_flight;
+        [[maybe_unused]] auto in_flight = activity();
         auto [ec] = co_await execute(std::move(s), diag);
         if (ec)
             co_return std::tuple{ec};
@@ -632,13 +630,7 @@ private:
     /// replicas apply the mutation from the replication log, usually
     /// within milliseconds; nothing waits for them.
     op<> execute_replicated_delete(statement s, int table, const detail::statements& stm, diagnostics& diag) {
-        auto in_flight = [this] {
-            if constexpr (requires(Clock& c) { c.begin_activity(); })
-                return clock_.begin_activity();
-            else
-                return 0;
-        }();
-        (void)in_flight;
+        [[maybe_unused]] auto in_flight = activity();
         const statement left = detail::statements::rows_left_by(s);
         auto [ec] = co_await execute(std::move(s), diag);
         if (ec)
