@@ -2,6 +2,7 @@
 //
 // Old servers write   "Code: 46, e.displayText() = DB::Exception: …"
 // newer ones write    "Code: 46. DB::Exception: … (UNKNOWN_FUNCTION)"
+// ZooKeeper's errors  "Code: 999, e.displayText() = Coordination::Exception: …"
 #pragma once
 
 #include <charconv>
@@ -23,6 +24,15 @@ inline std::optional<int> exception_code(std::string_view text) {
     if (p != text.data() + text.size() && *p != '.' && *p != ',')
         return std::nullopt;
     return code;
+}
+
+/// True when `text` names one of ClickHouse's exception classes:
+/// DB::Exception, or Coordination::Exception (ZooKeeper/Keeper errors, code
+/// 999 KEEPER_EXCEPTION on a replicated table, e.g. "Code: 999,
+/// e.displayText() = Coordination::Exception: Session expired").
+inline bool names_server_exception(std::string_view text) {
+    return text.find("DB::Exception") != std::string_view::npos ||
+           text.find("Coordination::Exception") != std::string_view::npos;
 }
 
 /// The exception text without trailing newlines, capped for diagnostics.

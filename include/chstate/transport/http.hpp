@@ -74,7 +74,7 @@
 //
 // Errors: a non-200 status → make_clickhouse_error(code) from
 // X-ClickHouse-Exception-Code or a body that is ClickHouse's exception
-// ("Code: N … DB::Exception …"), its text in diag; any other body (a proxy's
+// ("Code: N … DB::Exception …", or Coordination::Exception), its text in diag; any other body (a proxy's
 // or another server's error page) is not searched for a code and reaches
 // diag only as the status and an excerpt of at most 300 bytes, control
 // characters replaced (detail::read_error_reply); no route / refused / reset
@@ -276,7 +276,7 @@ inline std::size_t find_body_exception(std::string_view tail) {
         if (pos == std::string_view::npos)
             return std::string_view::npos;
         if ((pos == 0 || tail[pos - 1] == '\n') && exception_code(tail.substr(pos)) &&
-            tail.find("DB::Exception", pos) != std::string_view::npos)
+            names_server_exception(tail.substr(pos)))
             return pos;
         if (pos == 0)
             break;
@@ -359,7 +359,8 @@ struct error_reply {
 
 /// Reads a reply with a status other than 200. It is ClickHouse's exception
 /// when it carries an X-ClickHouse-Exception-Code header (`code_header`) or
-/// its body begins with "Code: N" and names a DB::Exception: then the code
+/// its body begins with "Code: N" and names a DB::Exception (or a
+/// Coordination::Exception, ZooKeeper's): then the code
 /// comes from the header (else the body) and the message is ClickHouse's text
 /// (trim_message). Anything else — a proxy's or another server's error page —
 /// is not searched for a code: the message is the status, its reason and at
@@ -380,7 +381,7 @@ inline error_reply read_error_reply(unsigned status, std::string_view reason,
     while (!start.empty() && (start.front() == ' ' || start.front() == '\r' || start.front() == '\n'))
         start.remove_prefix(1);
     if (start.starts_with("Code: ") && exception_code(start) &&
-        start.find("DB::Exception") != std::string_view::npos)
+        names_server_exception(start))
         clickhouse = true;
     if (clickhouse) {
         if (!r.code)
