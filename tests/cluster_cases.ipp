@@ -1140,6 +1140,41 @@ TEST_CASE("cluster: a new store while a replica is down starts promptly on the e
     MESSAGE("first operation of a new store with r3 down: " << took << " s");
 }
 
+TEST_CASE("cluster: a new schema while a replica is down: created within ddl_timeout per statement, and on the "
+          "replica once it returns") {
+    require_cluster();
+    scratch_schema schema("cl_new_schema");
+    {
+        rig_restorer restore;
+        stop_replica(3);
+        auto so = cluster_store(schema);
+        so.cluster.ddl_timeout = 2s;
+        auto r1 = on(1, so, 30s);
+        const auto t0 = steady::now();
+        std::string message;
+        auto ec = code_of([&] { r1->ensure_schema(); }, &message);
+        const double took = seconds_since(t0);
+        INFO(message);
+        CHECK_FALSE(ec);
+        // Three ON CLUSTER statements (database, state and lock table),
+        // each waiting 2 s for r3: not the servers' 180 s.
+        CHECK(took >= 2);
+        CHECK(took < 20);
+        MESSAGE("ensure_schema of a new schema with r3 down: " << took << " s");
+        if (!ec) {
+            CHECK_FALSE(code_of([&] { r1->set(state{"k", json::object{{"v", 1}}, {}}); }));
+            CHECK(v_of(on(2, so)->get("k")) == 1);
+        }
+    } // r3 starts again
+    CHECK(eventually(60s, [&] {
+        try {
+            return v_of(on(3, cluster_store(schema), 10s)->get("k")) == 1;
+        } catch (const std::exception&) {
+            return false; // its DDL queue or fetches not through yet
+        }
+    }));
+}
+
 TEST_CASE("cluster: a cluster the servers do not know, or a quorum above the shard's replicas: typed errors, nothing written") {
     require_cluster();
     scratch_schema schema("cl_misconfigured");

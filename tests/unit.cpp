@@ -820,6 +820,16 @@ TEST_CASE("statements: cluster mode runs DDL ON CLUSTER with Replicated engines;
     const auto del = cl.delete_lock("id", "lock-1");
     const auto left = detail::statements::rows_left_by(del);
     CHECK(left.sql == "SELECT count() AS n FROM `meltano`.`state_lock`" + del.sql.substr(del.sql.find(" WHERE ")));
+    // A lock-table delete also removes nudges older than its cutoff, in
+    // one parenthesised condition; only the delete's own rows are counted.
+    const auto cleaned = cl.with_lock_nudges_removed(del, std::chrono::system_clock::time_point(std::chrono::seconds(1000)));
+    CHECK(cleaned.sql == del.sql.substr(0, del.sql.find(" WHERE ")) + " WHERE (" +
+                             del.sql.substr(del.sql.find(" WHERE ") + 7) +
+                             ") OR (state_id = '' AND locked_at < toDateTime(1000))");
+    // clear_all on a cluster: a replicated DELETE of every state, no TRUNCATE.
+    CHECK(cl.delete_all_states().sql == "ALTER TABLE `meltano`.`state` DELETE WHERE state_id != ''");
+    CHECK(detail::statements::rows_left_by(cl.delete_all_states()).sql ==
+          "SELECT count() AS n FROM `meltano`.`state` WHERE state_id != ''");
     detail::statements modern(names, detail::server_features::from_version("24.3.1"), true, r);
     CHECK(detail::statements::rows_left_by(modern.delete_state("id")).sql.starts_with(
         "SELECT count() AS n FROM `meltano`.`state` WHERE SHA256(state_id) = unhex('"));
@@ -1214,6 +1224,14 @@ TEST_CASE("http: read_error_reply tells ClickHouse's exceptions from other bodie
     auto old = detail::read_error_reply(500, "Internal Server Error", std::nullopt, old_text);
     CHECK(old.code == 516);
     CHECK(old.message == "Code: 516, e.displayText() = DB::Exception: default: Authentication failed");
+    // ZooKeeper's errors on a replicated table (18.16, ZooKeeper stopped)
+    // name Coordination::Exception, not DB::Exception: still the server's.
+    const std::string keeper_text = "Code: 999, e.displayText() = Coordination::Exception: Session expired "
+                                    "(Session expired), e.what() = Coordination::Exception\n";
+    auto keeper = detail::read_error_reply(500, "Internal Server Error", std::nullopt, keeper_text);
+    CHECK(keeper.code == 999);
+    CHECK(make_clickhouse_error(*keeper.code) == errc::replicas_unavailable);
+    CHECK(detail::find_body_exception("{\"n\":1}\n" + keeper_text) == 8);
     auto header_only = detail::read_error_reply(500, "", std::string_view("81"), "");
     CHECK(header_only.code == 81);
     CHECK(header_only.message == "HTTP status 500");

@@ -254,6 +254,14 @@ struct cluster_options {
     std::string zookeeper_path = "/clickhouse/tables/{shard}/{database}/{table}";
     /// The replica name: the servers' {replica} macro by default.
     std::string replica = "{replica}";
+    /// How long an ON CLUSTER statement (creating a missing database or
+    /// table) waits for every replica to run it, sent as the statement's
+    /// distributed_ddl_task_timeout (the server's default is 180 s). When
+    /// it passes — a replica is down — the store goes on if the connected
+    /// replica has the tables (the missing replica runs the statements
+    /// from ZooKeeper's DDL queue when it returns); otherwise the
+    /// operation fails with errc::replicas_unavailable. Whole seconds.
+    std::chrono::seconds ddl_timeout{10};
 };
 
 /// Where the store keeps its tables and how it locks.

@@ -106,6 +106,9 @@ class basic_state_store {
     template <class... Ts>
     using op = asio::awaitable<std::tuple<error_code, Ts...>>;
     static constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+    /// Cluster mode: how long a read refused by a replica still fetching a
+    /// quorum part (289) is retried (send).
+    static constexpr std::chrono::milliseconds replica_catch_up{1000};
 
 public:
     using executor_type = asio::any_io_executor;
@@ -500,7 +503,12 @@ private:
     /// refused because another quorum INSERT into the table is still under
     /// way (ClickHouse 286: nothing was written; a replicated table takes
     /// one quorum INSERT at a time across the shard) is sent again after a
-    /// short random pause, until insert_quorum_timeout has passed.
+    /// short random pause, until insert_quorum_timeout has passed. A read
+    /// refused because the connected replica has not yet fetched a part
+    /// written to the quorum through another replica (289: nothing was
+    /// read) is sent again the same way for up to a second
+    /// (replica_catch_up): a healthy replica fetches within milliseconds,
+    /// and one that lags longer is reported (errc::replicas_unavailable).
     op<> send(const statement& s, result_sink sink, diagnostics& diag) {
         auto stm = stmts_snapshot();
         if (!stm || !stm->replicated().enabled())
@@ -508,11 +516,16 @@ private:
         statement with = s;
         with.settings.insert(with.settings.end(), stm->replicated().settings.begin(),
                              stm->replicated().settings.end());
-        const auto give_up = std::chrono::steady_clock::now() + options_.cluster.insert_quorum_timeout;
+        const auto start = std::chrono::steady_clock::now();
+        const auto give_up = start + options_.cluster.insert_quorum_timeout;
+        const auto catch_up_ends = start + replica_catch_up;
         for (unsigned attempt = 1;; ++attempt) {
             auto [ec] = co_await send_once(with, sink, diag);
-            if (ec != make_clickhouse_error(clickhouse_code::unsatisfied_quorum_for_previous_write) ||
-                std::chrono::steady_clock::now() >= give_up)
+            const auto now = std::chrono::steady_clock::now();
+            const bool retry =
+                (ec == make_clickhouse_error(clickhouse_code::unsatisfied_quorum_for_previous_write) && now < give_up) ||
+                (ec == make_clickhouse_error(clickhouse_code::replica_is_not_in_quorum) && now < catch_up_ends);
+            if (!retry)
                 co_return std::tuple{ec};
             const auto cap = std::min(5u * attempt, 100u);
             asio::steady_timer pause(ex_, std::chrono::milliseconds(1 + detail::random_below(cap)));
@@ -624,14 +637,30 @@ private:
     /// Cluster mode: a DELETE is a replicated mutation. It is waited for
     /// until its rows are gone on the connected replica (system.mutations
     /// would not do: a mutation that cannot touch the newest quorum part
-    /// stays unfinished though every row it had to delete is gone). Rows
-    /// still there after a moment are in that part: one nudge row
-    /// (statements::nudge_delete) lets the mutation reach them. Other
+    /// stays unfinished though every row it had to delete is gone). 18.16
+    /// never mutates the newest part written with insert_quorum until a
+    /// newer quorum part exists, and the rows to delete are often in it (a
+    /// release deletes the candidate row just written), so one nudge row
+    /// (statements::nudge_delete) is written first and becomes that part:
+    /// the delete then finishes in tens of milliseconds, where a nudge
+    /// after it waited for the next mutation scheduling (about 5 s,
+    /// docs/cluster-rig-findings.md). Should rows still be there after a
+    /// second (a rival's quorum part came after ours), one more nudge.
+    /// A lock-table delete also removes nudges over a minute old. Other
     /// replicas apply the mutation from the replication log, usually
     /// within milliseconds; nothing waits for them.
     op<> execute_replicated_delete(statement s, int table, const detail::statements& stm, diagnostics& diag) {
         [[maybe_unused]] auto in_flight = activity();
         const statement left = detail::statements::rows_left_by(s);
+        if (table == 1)
+            s = stm.with_lock_nudges_removed(std::move(s), clock_.now() - std::chrono::seconds(60));
+        auto nudge = [&]() -> op<> {
+            diagnostics ignored; // a failed nudge only means a longer wait (or the 60 s verdict)
+            auto [nec] = co_await execute(stm.nudge_delete(table, detail::random_uuid()), ignored);
+            co_return std::tuple{nec == asio::error::operation_aborted ? nec : error_code{}};
+        };
+        if (auto [nec] = co_await nudge(); nec)
+            co_return std::tuple{nec};
         auto [ec] = co_await execute(std::move(s), diag);
         if (ec)
             co_return std::tuple{ec};
@@ -642,7 +671,7 @@ private:
         };
         const auto start = std::chrono::steady_clock::now();
         const auto give_up = start + std::chrono::seconds(60);
-        bool nudged = false;
+        auto next_nudge = start + std::chrono::seconds(1);
         for (int i = 1;; ++i) {
             auto [pec, found] = co_await rows(left, diag);
             if (pec == asio::error::operation_aborted)
@@ -659,12 +688,10 @@ private:
             const auto now = std::chrono::steady_clock::now();
             if (now >= give_up)
                 co_return unknown("its rows were still there after 60 s");
-            if (!nudged && now - start >= std::chrono::milliseconds(300)) {
-                nudged = true;
-                if (auto [nec] = co_await execute(stm.nudge_delete(table, detail::random_uuid()), diag);
-                    nec == asio::error::operation_aborted)
+            if (now >= next_nudge) {
+                next_nudge = now + std::chrono::seconds(5);
+                if (auto [nec] = co_await nudge(); nec)
                     co_return std::tuple{nec};
-                // a failed nudge only means a longer wait (or the 60 s verdict)
             }
             asio::steady_timer pause(ex_, std::chrono::milliseconds(std::min(5 * i, 100)));
             co_await pause.async_wait(use_tuple);
@@ -792,12 +819,38 @@ private:
             if (auto n = found.empty() ? std::nullopt : detail::uint_field(found.front(), "n"); n && *n == names.size())
                 ddl.clear(); // every table is here: no ON CLUSTER wait for every replica
         }
-        for (const statement& s : ddl) {
+        bool ddl_timed_out = false;
+        for (statement& s : ddl) {
+            if (stm->replicated().enabled())
+                s.settings.push_back({"distributed_ddl_task_timeout",
+                                      std::to_string(std::max<long long>(1, options_.cluster.ddl_timeout.count()))});
             auto [ddl_ec] = co_await send(s, [](std::string_view) { return error_code{}; }, diag);
+            if (ddl_ec == make_clickhouse_error(clickhouse_code::timeout_exceeded) && stm->replicated().enabled()) {
+                // Some replica did not run it in time (it is down): the
+                // rest did, and it will from the DDL queue when it is back.
+                ddl_timed_out = true;
+                continue;
+            }
             // A concurrent creator may win the race between IF NOT EXISTS and CREATE.
             if (ddl_ec && ddl_ec != make_clickhouse_error(clickhouse_code::table_already_exists) &&
                 ddl_ec != make_clickhouse_error(clickhouse_code::database_already_exists))
                 co_return std::tuple{ddl_ec};
+        }
+        if (ddl_timed_out) {
+            const std::string why = diag.message;
+            const auto& t = stm->tables();
+            std::vector<std::string> names{t.state_name, t.lock_name};
+            if (strict)
+                names.push_back(t.grant_name);
+            auto [tec, found] = co_await rows(stm->count_existing_tables(names), diag);
+            if (tec)
+                co_return std::tuple{tec};
+            if (auto n = found.empty() ? std::nullopt : detail::uint_field(found.front(), "n"); !n || *n != names.size()) {
+                diag.message = "creating the tables ON CLUSTER " + options_.cluster.name + " did not finish within " +
+                               std::to_string(options_.cluster.ddl_timeout.count()) +
+                               " s (cluster_options::ddl_timeout), and the connected replica lacks some: " + why;
+                co_return std::tuple{make_error_code(errc::replicas_unavailable)};
+            }
         }
         std::lock_guard lk(mutex_);
         if (!stmts_) {
@@ -1102,7 +1155,10 @@ private:
             diag.message = "count() reply has no number";
             co_return std::tuple{make_error_code(errc::protocol_error), std::uint64_t{0}};
         }
-        std::tie(ec) = co_await execute(stm->truncate_states(), diag);
+        if (stm->replicated().enabled())
+            std::tie(ec) = co_await execute_delete(stm->delete_all_states(), false, diag);
+        else
+            std::tie(ec) = co_await execute(stm->truncate_states(), diag);
         co_return std::tuple{ec, ec ? std::uint64_t{0} : *n};
     }
 
@@ -1371,14 +1427,19 @@ private:
                 // holds it, and 286 is retried — so a candidate that took
                 // longer gives this round up: a rival may have checked,
                 // settled and won without seeing it.
-                if (stm->replicated().enabled() && clock_.now() - checked >= lo.settle) {
+                if (const auto took = clock_.now() - checked; stm->replicated().enabled() && took >= lo.settle) {
                     if (std::tie(ec) = co_await execute_delete(stm->delete_lock(id, mine), true, diag); ec) {
                         remember_orphan(id, mine, 0);
                         co_return std::tuple{ec, std::string{}};
                     }
                     if (clock_.now() >= deadline) {
-                        diag.message = "Could not acquire lock for state_id: " + id +
-                                       " (every candidate took longer than the settle time to be acknowledged)";
+                        using std::chrono::milliseconds, std::chrono::duration_cast;
+                        diag.message =
+                            "Could not acquire lock for state_id: " + id + " (the last candidate was acknowledged " +
+                            std::to_string(duration_cast<milliseconds>(took).count()) +
+                            " ms after its holder check, not within lock.settle = " +
+                            std::to_string(duration_cast<milliseconds>(lo.settle).count()) +
+                            " ms: on a cluster the settle time must exceed a quorum INSERT's acknowledgement)";
                         co_return std::tuple{make_error_code(errc::state_id_locked), std::string{}};
                     }
                     auto [late_ec] = co_await wait(lo.retry_interval);

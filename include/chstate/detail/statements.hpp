@@ -332,6 +332,15 @@ public:
         return {"TRUNCATE TABLE " + t_.state, {}, {}, {}, true};
     }
 
+    /// Cluster mode's clear_all: TRUNCATE would drop the part ZooKeeper
+    /// names as the quorum's last one, after which every sequentially
+    /// consistent read fails (289) until the next quorum INSERT, and on
+    /// 18.16 it can hang behind a running mutation. A replicated DELETE of
+    /// every state (not the nudge row) has neither problem.
+    statement delete_all_states() const {
+        return {delete_from(t_.state) + " WHERE state_id != ''", {}, {}, {}, true};
+    }
+
     /// The ids a glob can match (detail/glob.hpp): the one id a glob
     /// without wildcards names, else those starting with its literal
     /// prefix (startsWith compares bytes); the caller keeps the rows
@@ -524,6 +533,23 @@ public:
             st.sql = "INSERT INTO " + t_.grant + " (state_id, token, lock_id, kind, expires_ms) SELECT '', 0, "
                      "{nonce:String}, 'nudge', 0";
         return st;
+    }
+
+    /// Cluster mode: `del`, a DELETE of lock rows, also removing the lock
+    /// table's nudge rows written before `cutoff` (ReplacingMergeTree
+    /// ORDER BY (state_id, lock_id) keeps every nudge, each with its own
+    /// lock_id, so without this they would pile up, one per release). Old
+    /// nudges are never the newest quorum part — the caller's own nudge,
+    /// written just before, is — so the mutation can reach them; the
+    /// caller counts only the rows `del` itself deletes.
+    template <class TimePoint>
+    statement with_lock_nudges_removed(statement del, TimePoint cutoff) const {
+        const auto where = del.sql.find(" WHERE ");
+        if (where == std::string::npos)
+            return del;
+        del.sql.insert(where + 7, "(");
+        del.sql += ") OR (state_id = '' AND locked_at < toDateTime(" + epoch_seconds(cutoff) + "))";
+        return del;
     }
 
     /// Old servers: unfinished mutations on the state (lock = false) or lock table.

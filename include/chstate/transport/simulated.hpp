@@ -776,7 +776,8 @@ private:
                 return "the simulated server has no replicas: statement setting " + st.name +
                        " (cluster mode) cannot apply (simulated_clickhouse::create_cluster has them)";
             if (st.name != "insert_quorum" && st.name != "insert_quorum_timeout" &&
-                st.name != "select_sequential_consistency" && st.name != "insert_quorum_parallel")
+                st.name != "select_sequential_consistency" && st.name != "insert_quorum_parallel" &&
+                st.name != "distributed_ddl_task_timeout") // ON CLUSTER runs at once here
                 return "simulated_clickhouse does not model the setting " + st.name;
             if (!detail::sim::to_int(st.value) && !(st.name == "insert_quorum" && st.value == "auto"))
                 return "simulated_clickhouse: setting " + st.name + " = '" + st.value + "' is not a number";
