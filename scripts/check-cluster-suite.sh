@@ -7,7 +7,9 @@
 #   cluster: replicas=N processes=P acked=A acked_lost=0 overlaps=0 failovers=F
 # with N >= 2, P >= 4, A >= 200, F >= 1, and stops the rig.
 # Usage: scripts/check-cluster-suite.sh [doctest options...]
-# Not part of scripts/test.sh yet: see README "Tests".
+# scripts/test.sh runs it on full runs. Ends with
+#   cluster-tests: N passed, M failed
+# (at least 15 cases must pass and none fail).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -30,5 +32,14 @@ if [[ $# -eq 0 ]]; then
   else
     echo "cluster: no summary line (the cluster stress case did not run)" >&2; status=1
   fi
+fi
+summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1 || true)
+if [[ $summary =~ ([0-9]+)\ passed\ \|\ ([0-9]+)\ failed ]]; then
+  echo "cluster-tests: ${BASH_REMATCH[1]} passed, ${BASH_REMATCH[2]} failed"
+  if [[ $# -eq 0 ]] && ((BASH_REMATCH[1] < 15 || BASH_REMATCH[2] > 0)); then
+    echo "cluster-tests: want at least 15 cases passed and none failed" >&2; status=1
+  fi
+else
+  echo "cluster-tests: no doctest summary (the test binary did not finish)" >&2; status=1
 fi
 exit "$status"

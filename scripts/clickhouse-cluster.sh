@@ -59,7 +59,8 @@
 #
 # Environment: CHSTATE_CLUSTER_START_TIMEOUT (s, default 120) bounds each
 #   wait; CHSTATE_CLUSTER_ZK_SESSION_TIMEOUT_MS (default 30000, ClickHouse's
-#   own default) is written into the replicas' zookeeper section at start.
+#   own default) is written into the replicas' zookeeper section at start
+#   and kept in DIR: a later restart uses it unless the variable is set again.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -129,6 +130,8 @@ load_ports() {
     case $k in
       N) N=$v ;;
       ZK_PORT) ZK_PORT=$v ;;
+      # the value given at start, unless the environment names one now
+      ZK_SESSION_TIMEOUT_MS) [[ -n ${CHSTATE_CLUSTER_ZK_SESSION_TIMEOUT_MS:-} ]] || ZK_SESSION_TIMEOUT_MS=$v ;;
       R*_HTTP_PORT) i=${k#R}; i=${i%_HTTP_PORT}; HTTP_PORT[i]=$v ;;
       R*_TCP_PORT) i=${k#R}; i=${i%_TCP_PORT}; TCP_PORT[i]=$v ;;
       R*_INTERSERVER_PORT) i=${k#R}; i=${i%_INTERSERVER_PORT}; INTERSERVER_PORT[i]=$v ;;
@@ -146,6 +149,7 @@ save_ports() {
   {
     echo "N=$N"
     echo "ZK_PORT=$ZK_PORT"
+    echo "ZK_SESSION_TIMEOUT_MS=$ZK_SESSION_TIMEOUT_MS"
     for ((i = 1; i <= N; i++)); do
       echo "R${i}_HTTP_PORT=${HTTP_PORT[i]}"
       echo "R${i}_TCP_PORT=${TCP_PORT[i]}"

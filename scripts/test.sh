@@ -22,12 +22,11 @@ export CHSTATE_FIDELITY_RESULTS=$test_dir/fidelity
 log=$test_dir/output.log
 status=0
 # (pipefail: a failing test binary fails the pipeline even though tee succeeds)
-# The `cluster` suite needs the replicated rig and runs from
-# scripts/check-cluster-suite.sh, not here (README "Tests").
+# The `cluster` suite needs the replicated rig: on full runs it runs below,
+# on its own rig (scripts/check-cluster-suite.sh).
 test_args=("$@")
 if [[ $# -eq 0 ]]; then
   test_args=(-tse=cluster)
-  echo "cluster: not run by this command (bash scripts/check-cluster-suite.sh runs the cluster suite on its own rig)"
 fi
 ./build/tests/chstate_tests "${test_args[@]}" 2>&1 | tee "$log" || status=$?
 # The hostile-input and fault suites each print one line (tests/tallies.hpp);
@@ -86,6 +85,17 @@ if [[ $# -eq 0 ]]; then
   bash scripts/sanitizers.sh || status=1
 else
   echo "sanitizers: not run (doctest options given; the full run checks them)"
+fi
+# The cluster suite (tests/cluster_cases.ipp) on ZooKeeper and 3 replicas
+# of 18.16 on loopback, started and stopped by the script; the single server
+# above is stopped first (memory, CPU). One line,
+# `cluster: replicas=N processes=P acked=A acked_lost=0 overlaps=0 failovers=F`,
+# and the suite's doctest count as `cluster-tests: …`. Full runs only.
+if [[ $# -eq 0 ]]; then
+  stop_server
+  bash scripts/check-cluster-suite.sh || status=1
+else
+  echo "cluster: not run (doctest options given; the full run starts the cluster rig and runs it)"
 fi
 # Fuzzing (fuzz/, scripts/fuzz.sh): every libFuzzer target for a bounded
 # time (CHSTATE_FUZZ_SECONDS each, default 60; two at once); one line,
