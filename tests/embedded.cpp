@@ -113,7 +113,7 @@ TEST_CASE("embedded: strict grants race on one token: exactly one winner per rou
         for (int k = 0; k < threads; ++k)
             ts.emplace_back([&, k] {
                 chdb_transport mine(engine);
-                statement s = stm.insert_grant_event("job", std::uint64_t(r), "client-" + std::to_string(k), "grant", 1,
+                statement s = stm.insert_grant_event("job", std::uint64_t(r), "client-" + std::to_string(k), detail::grant_event::grant, 1,
                                                      "job/" + std::to_string(r));
                 diagnostics d;
                 mine.async_execute(s, [](std::string_view) { return error_code{}; }, d, asio::use_future).get();
@@ -156,7 +156,7 @@ TEST_CASE("embedded: written_rows, as the strict lock reads it") {
     CHECK(rows_of_token(2) == "0\n");
     CHECK(written(stm.claim_grant("job", 2, "B", 9000, "sha256:x/2", 1, 6000)) == 1); // expired at 6000
     // The same token with other bytes: dropped as a duplicate, yet counted.
-    const auto counted = written(stm.insert_grant_event("job", 2, "C", "grant", 9000, "sha256:x/2"));
+    const auto counted = written(stm.insert_grant_event("job", 2, "C", detail::grant_event::grant, 9000, "sha256:x/2"));
     CHECK(rows_of_token(2) == "1\n");
     MESSAGE("chDB counts a deduplicated block of other bytes as written: " << counted);
 }

@@ -217,24 +217,33 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
           "greatest(now64(3), (SELECT max(updated_at) FROM `meltano`.`state` WHERE state_id = {state_id:String}) "
           "+ INTERVAL 1 MILLISECOND)");
     CHECK(m.parameters.size() == 3);
-    // fenced: written only while the grant is the newest and not released.
-    auto f = mono.insert_state("id", "{}", std::nullopt, 0, 7);
+    // fenced: written only while the lease (its lock_id) holds the newest
+    // grant and has not released it; renewals move it to newer tokens, so
+    // the holder is named by lock_id, not by token.
+    const std::string lease_id = "8a0c7e1e-0000-4000-8000-000000000001";
+    auto f = mono.insert_state("id", "{}", std::nullopt, 0, lease_id);
     CHECK(f.sql.find(" WHERE (SELECT max(token) FROM `meltano`.`state_grant` WHERE state_id = {state_id:String}) = "
-                     "{fence:UInt64} AND (SELECT count() FROM `meltano`.`state_grant` WHERE state_id = "
-                     "{state_id:String} AND token = {fence:UInt64} AND kind = 'release') = 0") != std::string::npos);
-    CHECK(f.parameters.back().value == "7");
-    auto fd = mono.delete_state("id", 7);
-    // A delete is a mutation: no parameter, the id named by its SHA-256, numbers as literals.
+                     "(SELECT max(token) FROM `meltano`.`state_grant` WHERE state_id = {state_id:String} AND kind = "
+                     "'grant' AND lock_id = {lock_id:String}) AND (SELECT count() FROM `meltano`.`state_grant` WHERE "
+                     "state_id = {state_id:String} AND kind = 'release' AND lock_id = {lock_id:String}) = 0") !=
+          std::string::npos);
+    CHECK(f.parameters.back().name == "lock_id");
+    CHECK(f.parameters.back().value == lease_id);
+    CHECK(f.name == "state.insert_fenced");
+    auto fd = mono.delete_state("id", lease_id);
+    // A delete is a mutation: no parameter, the id named by its SHA-256, the
+    // lease's own UUID as a quoted literal.
     const std::string id_test = "SHA256(state_id) = unhex('" + detail::sha256_hex("id") + "')";
     CHECK(fd.sql == "DELETE FROM `meltano`.`state` WHERE " + id_test + " AND (SELECT max(token) FROM "
-                    "`meltano`.`state_grant` WHERE " + id_test + ") = 7 AND (SELECT count() "
-                    "FROM `meltano`.`state_grant` WHERE " + id_test + " AND token = 7 AND "
-                    "kind = 'release') = 0");
+                    "`meltano`.`state_grant` WHERE " + id_test + ") = (SELECT max(token) FROM `meltano`.`state_grant` "
+                    "WHERE " + id_test + " AND kind = 'grant' AND lock_id = '" + lease_id + "') AND (SELECT count() "
+                    "FROM `meltano`.`state_grant` WHERE " + id_test + " AND kind = 'release' AND lock_id = '" +
+                    lease_id + "') = 0");
     CHECK(fd.parameters.empty());
     // fenced under the seed's versions: the same condition on an INSERT … SELECT.
-    auto fs = seed.insert_state("id", "{}", std::nullopt, 0, 7);
+    auto fs = seed.insert_state("id", "{}", std::nullopt, 0, lease_id);
     CHECK(fs.sql.starts_with("INSERT INTO `meltano`.`state` (state_id, partial_state, completed_state) SELECT "));
-    CHECK(fs.sql.find("{fence:UInt64}") != std::string::npos);
+    CHECK(fs.sql.find("{lock_id:String}") != std::string::npos);
     // No DateTime64 (18.16): the store's milliseconds, raised above the id's newest.
     const auto old = detail::server_features::from_version("18.16.1");
     auto o = detail::statements(names, old).insert_state("id", "{}", std::nullopt, 1767225600123);
@@ -253,13 +262,14 @@ TEST_CASE("statements: values are only ever bound parameters") {
     detail::statements st(detail::table_names("meltano", "state"), {});
     const std::string evil = "x' OR 1=1 --";
     for (const statement& s : {st.select_state(evil), st.insert_state(evil, evil, std::nullopt),
-                               st.insert_state(evil, evil, evil, 1, 2), st.select_state_ids(evil + "*"),
+                               st.insert_state(evil, evil, evil, 1, evil), st.select_state_ids(evil + "*"),
                                st.select_lock_holder(evil), st.select_newest_versions({evil}, 0)}) {
         CHECK(s.sql.find(evil) == std::string::npos);
         CHECK_FALSE(s.parameters.empty());
     }
     // Deletes are mutations: they carry no value at all, only the id's SHA-256.
-    for (const statement& s : {st.prune_grants(evil, 3), st.delete_state(evil), st.delete_state(evil, 4),
+    for (const statement& s : {st.prune_grants(evil, 3), st.delete_state(evil),
+                               st.delete_state(evil, std::string("8a0c7e1e-0000-4000-8000-000000000002")),
                                st.delete_lock(evil, "8a0c7e1e-0000-4000-8000-000000000001")}) {
         CHECK(s.sql.find(evil) == std::string::npos);
         CHECK(s.sql.find(detail::sha256_hex(evil)) != std::string::npos);

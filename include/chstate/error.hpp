@@ -46,6 +46,12 @@ enum class errc {
     /// coordination service (ZooKeeper) unreachable, or the connected
     /// replica behind the quorum; nothing was written
     replicas_unavailable,
+    /// a callback of the caller's (get_all's visitor) threw; diagnostics
+    /// carry its message
+    callback_failed,
+    /// a blocking call made from a thread the operation itself needs (one
+    /// of the transport's own threads): refused at once instead of hanging
+    would_deadlock,
 };
 
 namespace detail {
@@ -75,6 +81,8 @@ public:
         case errc::reply_too_large: return "reply from ClickHouse exceeds the configured limit";
         case errc::outcome_unknown: return "the write may or may not have landed (its reply was lost)";
         case errc::replicas_unavailable: return "not enough ClickHouse replicas available";
+        case errc::callback_failed: return "a callback passed to the operation threw";
+        case errc::would_deadlock: return "a blocking call from a thread the operation needs would never return";
         }
         return "unknown chstate error";
     }

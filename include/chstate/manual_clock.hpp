@@ -21,6 +21,7 @@
 #pragma once
 
 #include <chstate/clock.hpp>
+#include <chstate/error.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>

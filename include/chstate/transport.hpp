@@ -2,7 +2,8 @@
 //
 // A transport executes one statement and streams back the result bytes. It
 // knows nothing of states, locks or versions: the store builds every
-// statement (detail/sql.hpp) and parses every reply (detail/rows.hpp).
+// statement (detail/statements.hpp) and parses every reply (detail/rows.hpp,
+// detail/row_binary.hpp).
 //
 // Transport concept. For a transport `t`:
 //
@@ -93,6 +94,10 @@ struct statement {
     /// without (http_transport sends them as URL parameters; chDB and the
     /// simulator have no replicas and refuse any).
     std::vector<setting> settings;
+    /// What the statement is for, e.g. "state.select" or "grant.claim"
+    /// (detail/statements.hpp names every statement the store sends): for
+    /// tests that expect statements, and for messages. Never sent.
+    std::string name;
 };
 
 /// True for a statement that changes stored data (INSERT, ALTER … DELETE,

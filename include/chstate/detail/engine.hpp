@@ -1,0 +1,159 @@
+// chstate/detail/engine.hpp — the one place a store reaches its transport and
+// its clock.
+//
+// Everything above this file (the session, the operations, both lock
+// protocols) is ordinary code over `engine`, an abstract class: it is
+// compiled once whatever the store's Transport and Clock, and a test can
+// put a scripted engine, or a scripted transport, beneath it.
+//
+// An engine sends one statement as it is (no inlining, no retries: the
+// session does those) and waits on the store's Clock. Both honour the
+// awaiting coroutine's cancellation slot unless told not to: a cleanup
+// statement (giving back a lock row after a failure or a cancellation) is
+// sent with cancellation::ignore, so the cancellation that caused it cannot
+// also stop it.
+#pragma once
+
+#include <chstate/clock.hpp>
+#include <chstate/error.hpp>
+#include <chstate/transport.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <concepts>
+#include <utility>
+
+namespace chstate::detail {
+
+namespace asio = boost::asio;
+
+/// Whether a statement or wait may be cut short by the operation's cancellation.
+enum class cancellation { honour, ignore };
+
+class engine {
+public:
+    virtual ~engine() = default;
+
+    /// The executor the store runs its operations on by default.
+    virtual asio::any_io_executor get_executor() const = 0;
+    /// What the transport declares beyond the concept (transport.hpp).
+    virtual transport_traits traits() const = 0;
+    /// The store's Clock.
+    virtual time_point now() const = 0;
+
+    /// Sends one statement; reply bytes go to `sink`.
+    virtual asio::awaitable<error_code> send(const statement& stmt, const result_sink& sink, diagnostics& diag,
+                                             cancellation c) = 0;
+    /// Completes after `d` on the store's Clock (operation_aborted when cancelled).
+    virtual asio::awaitable<error_code> wait(duration d, cancellation c) = 0;
+
+    /// True when the calling thread runs the transport's executor: a
+    /// blocking call from it would wait for a thread it is itself holding.
+    virtual bool runs_transport_here() const = 0;
+};
+
+/// An RAII mark, on a clock that tracks activity (manual_clock), that a
+/// statement is in flight, so simulated time does not jump past its reply.
+/// Other clocks: nothing.
+template <class Clock>
+auto begin_activity(Clock& c) {
+    if constexpr (requires { c.begin_activity(); })
+        return c.begin_activity();
+    else
+        return 0;
+}
+
+/// True when the calling thread is running `ex` (an io_context's, a
+/// thread_pool's or a strand of either, as any_io_executor holds them);
+/// false for executors it cannot ask.
+template <class Executor>
+bool running_in_this_thread(const Executor& ex) {
+    if constexpr (requires { ex.running_in_this_thread(); })
+        return ex.running_in_this_thread();
+    else if constexpr (std::same_as<Executor, asio::any_io_executor>) {
+        if (auto* e = ex.template target<asio::io_context::executor_type>())
+            return e->running_in_this_thread();
+        if (auto* e = ex.template target<asio::thread_pool::executor_type>())
+            return e->running_in_this_thread();
+        if (auto* e = ex.template target<asio::strand<asio::io_context::executor_type>>())
+            return e->get_inner_executor().running_in_this_thread();
+        if (auto* e = ex.template target<asio::strand<asio::thread_pool::executor_type>>())
+            return e->get_inner_executor().running_in_this_thread();
+        if (auto* e = ex.template target<asio::strand<asio::any_io_executor>>())
+            return running_in_this_thread(e->get_inner_executor());
+        return false;
+    } else
+        return false;
+}
+
+/// The engine of basic_state_store<Transport, Clock>.
+template <class Transport, class Clock>
+class transport_engine final : public engine {
+public:
+    transport_engine(asio::any_io_executor ex, Transport transport, Clock clock)
+        : ex_(std::move(ex)), transport_(std::move(transport)), clock_(std::move(clock)) {}
+
+    asio::any_io_executor get_executor() const override { return ex_; }
+
+    transport_traits traits() const override {
+        if constexpr (requires(const Transport& t) {
+                          { t.traits() } -> std::same_as<transport_traits>;
+                      })
+            return transport_.traits();
+        else
+            return traits_of<Transport>();
+    }
+
+    time_point now() const override { return clock_.now(); }
+
+    asio::awaitable<error_code> send(const statement& stmt, const result_sink& sink, diagnostics& diag,
+                                     cancellation c) override {
+        diag.clear();
+        [[maybe_unused]] auto in_flight = begin_activity(clock_);
+        if (c == cancellation::ignore) {
+            auto [ec] = co_await transport_.async_execute(
+                stmt, sink, diag,
+                asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable)));
+            co_return ec;
+        }
+        auto [ec] = co_await transport_.async_execute(stmt, sink, diag, asio::as_tuple(asio::use_awaitable));
+        co_return ec;
+    }
+
+    asio::awaitable<error_code> wait(duration d, cancellation c) override {
+        auto ex = co_await asio::this_coro::executor;
+        if (c == cancellation::ignore) {
+            auto [ec] = co_await clock_.async_wait(
+                ex, d, asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable)));
+            co_return ec;
+        }
+        auto [ec] = co_await clock_.async_wait(ex, d, asio::as_tuple(asio::use_awaitable));
+        co_return ec;
+    }
+
+    bool runs_transport_here() const override {
+        if constexpr (requires(const Transport& t) { t.get_executor(); })
+            return running_in_this_thread(transport_.get_executor());
+        else
+            return false;
+    }
+
+    Transport& transport() noexcept { return transport_; }
+    Clock& clock() noexcept { return clock_; }
+
+private:
+    asio::any_io_executor ex_;
+    Transport transport_;
+    Clock clock_;
+};
+
+} // namespace chstate::detail

@@ -1,0 +1,125 @@
+// chstate/detail/lock/acquire.hpp — taking and giving back a lock in the
+// protocol ready() chose, bounded by lock.timeout, and what the store owes
+// after a failure (orphans).
+//
+// lock.timeout bounds the whole acquire, statements in flight included:
+// the protocol runs against a wait on the store's Clock; when the wait
+// ends first the protocol is cancelled (its cleanup still runs) and the
+// acquire fails with errc::state_id_locked.
+#pragma once
+
+#include <chstate/detail/lock/fence.hpp>
+#include <chstate/detail/lock/seed.hpp>
+#include <chstate/detail/schema.hpp>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <variant>
+
+namespace chstate::detail {
+
+inline error_code check_id(std::string_view id, diagnostics& diag) {
+    if (id.empty())
+        return fail(diag, errc::invalid_argument, "state_id must not be empty");
+    return {};
+}
+
+/// Gives back every remembered orphan; those that fail again stay for the
+/// next operation. Never cancelled, never fails the caller: a row left
+/// behind still ages out (stale_age, lease_ttl).
+inline asio::awaitable<void> give_back_orphans(session& s) {
+    for (auto& o : s.take_orphans()) {
+        if (o.token == 0)
+            co_await withdraw_candidate(s, o.state_id, o.lock_id);
+        else
+            co_await withdraw_grant(s, o.state_id, o.token, o.lock_id);
+    }
+}
+
+/// What every operation does first: learn the server once, then give back
+/// what earlier failures left.
+inline op<> prepare(session& s, diagnostics& diag) {
+    if (auto [ec] = co_await ready(s, diag); ec)
+        co_return std::tuple{ec};
+    co_await give_back_orphans(s);
+    co_return std::tuple{error_code{}};
+}
+
+/// The protocol alone, as a child of acquire()'s race.
+inline op<held_lock> run_protocol(session& s, std::string id, time_point deadline, diagnostics& diag) {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    if (s.known()->lock == lock_protocol::strict)
+        co_return co_await acquire_strict(s, id, deadline, diag);
+    co_return co_await acquire_seed(s, id, deadline, diag);
+}
+
+inline op<> deadline_wait(session& s, duration d) {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    const error_code ec = co_await s.eng().wait(d, cancellation::honour);
+    co_return std::tuple{ec};
+}
+
+inline error_code check_lease_settings(const session& s, diagnostics& diag) {
+    const lock_options& lo = s.options().lock;
+    if (lo.lease_ttl <= 2 * lo.clock_skew)
+        return fail(diag, errc::invalid_configuration,
+                    "lock.lease_ttl (" + std::to_string(lo.lease_ttl.count()) +
+                        " ms) must exceed twice lock.clock_skew (" + std::to_string(lo.clock_skew.count()) +
+                        " ms): a rival takes an expired lease over only after the skew has passed too, and the "
+                        "holder needs time of its own inside the lease");
+    return {};
+}
+
+/// Acquires the lock of `id`, within lock.timeout.
+inline op<held_lock> acquire(session& s, const std::string& id, diagnostics& diag) {
+    if (auto ec = check_id(id, diag))
+        co_return std::tuple{ec, held_lock{}};
+    if (auto [ec] = co_await prepare(s, diag); ec)
+        co_return std::tuple{ec, held_lock{}};
+    const auto protocol = s.known()->lock;
+    if (protocol == lock_protocol::strict_unsupported) {
+        const auto& f = s.sql().features();
+        co_return std::tuple{fail(diag, errc::unsupported,
+                                  "lock_mode::strict needs insert_deduplication_token (ClickHouse 22.2 or later); "
+                                  "the server is " + std::to_string(f.major) + "." + std::to_string(f.minor)),
+                             held_lock{}};
+    }
+    if (protocol == lock_protocol::strict)
+        if (auto ec = check_lease_settings(s, diag))
+            co_return std::tuple{ec, held_lock{}};
+    const bool stop = co_await cancelled();
+    if (stop)
+        co_return std::tuple{make_error_code(asio::error::operation_aborted), held_lock{}};
+    const duration timeout = s.options().lock.timeout;
+    const time_point deadline = s.now() + timeout;
+    using namespace asio::experimental::awaitable_operators;
+    // The protocol's own rounds end at the deadline (its message says so);
+    // the race ends the one a statement or settle wait holds past it.
+    auto first = co_await (run_protocol(s, id, deadline, diag) || deadline_wait(s, timeout + duration(1)));
+    if (first.index() == 0)
+        co_return std::move(std::get<0>(first));
+    // The deadline passed with the protocol still running (a statement in
+    // flight, or a wait): it has been cancelled and has cleaned up.
+    if (auto [wec] = std::get<1>(first); wec) // the wait itself was cancelled: so were we
+        co_return std::tuple{wec, held_lock{}};
+    co_return std::tuple{could_not_acquire(diag, id, "lock.timeout of " + std::to_string(timeout.count()) +
+                                                         " ms passed"),
+                         held_lock{}};
+}
+
+/// Gives `h` back. One that cannot be given back now is remembered and
+/// given back before the store's next operation.
+inline op<> release(session& s, const held_lock& h, diagnostics& diag, cancellation c = cancellation::honour) {
+    error_code ec;
+    if (auto [rec] = co_await ready(s, diag); rec)
+        ec = rec;
+    else if (h.strict())
+        std::tie(ec) = co_await release_strict(s, h, diag, c);
+    else
+        std::tie(ec) = co_await release_seed(s, h, diag, c);
+    if (ec)
+        s.remember_orphan({h.state_id, h.lock_id, h.token});
+    co_return std::tuple{ec};
+}
+
+} // namespace chstate::detail

@@ -1,0 +1,62 @@
+// chstate/detail/lock/held.hpp — a held lock as the operations pass it
+// around, and the statements' shared vocabulary for both protocols.
+#pragma once
+
+#include <chstate/detail/session.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace chstate::detail {
+
+/// A lock this store holds.
+///   seed_compatible: its row in the lock table (token 0);
+///   strict: its grant — `token` the fencing token (it grows when the
+///   lease is renewed), `expires_ms` the expiry the store wrote, on its
+///   clock (0: unknown).
+struct held_lock {
+    std::string state_id;
+    std::string lock_id;
+    std::uint64_t token = 0;
+    std::uint64_t expires_ms = 0;
+    /// strict: a renewal was sent and its outcome is not known — the lease
+    /// may hold a newer token than `token`; a release then looks.
+    bool renewal_unknown = false;
+
+    bool strict() const noexcept { return token != 0; }
+};
+
+/// The deduplication token of one grant-table event: "sha256:<hex of the
+/// id>/<token>" for a grant (a claim or a renewal: both decide the same
+/// slot), plus "/release" for a release. Ids never share a hash, so no two
+/// events collide. The id is hashed because the token is a setting, written
+/// into the SQL text, which holds no value and stays small for any id.
+/// (Earlier chstate versions wrote the id itself: do not run both in strict
+/// mode on one table.)
+inline std::string grant_slot_key(const std::string& id, std::uint64_t token) {
+    return "sha256:" + sha256_hex(id) + "/" + std::to_string(token);
+}
+inline std::string release_key(const std::string& id, std::uint64_t token) {
+    return grant_slot_key(id, token) + "/release";
+}
+
+/// "lock for state_id … is no longer held[: why]".
+inline std::string lock_lost_message(const held_lock& h, const std::string& why) {
+    return "lock for state_id " + h.state_id + " (fencing token " + std::to_string(h.token) + ") is no longer held" +
+           (why.empty() ? std::string() : ": " + why);
+}
+
+/// "Could not acquire lock for state_id: …" — the seed's own words, which
+/// operators grep for.
+inline error_code could_not_acquire(diagnostics& diag, const std::string& id, const std::string& detail = {}) {
+    return fail(diag, errc::state_id_locked,
+                "Could not acquire lock for state_id: " + id + (detail.empty() ? "" : " (" + detail + ")"));
+}
+
+/// The wait between two rounds, never past the deadline.
+inline duration until_next_round(const session& s, time_point deadline) {
+    const auto left = std::chrono::duration_cast<duration>(deadline - s.now());
+    return std::max(duration::zero(), std::min(s.options().lock.retry_interval, left));
+}
+
+} // namespace chstate::detail

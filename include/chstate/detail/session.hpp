@@ -1,0 +1,314 @@
+// chstate/detail/session.hpp — what a store knows and how it talks: the
+// server's dialect and the lock protocol, learnt once (ready()), and the
+// statement plumbing every operation shares.
+//
+// Sending. execute() is the one way to send a statement:
+//   * a cancelled operation sends nothing more: each statement (and each
+//     wait) first checks the operation's cancellation state, so a cancel
+//     that arrived while a statement ran is honoured before the next one;
+//   * values become quoted literals for a server without query parameters
+//     (< 20.1) unless the transport binds them itself (binds_parameters);
+//   * cluster mode: every statement carries the quorum settings; one
+//     refused because another quorum INSERT into the table is under way
+//     (286: nothing written) is sent again after a short random pause
+//     until insert_quorum_timeout has passed, and a read refused by a
+//     replica still fetching a quorum part (289: nothing read) for up to
+//     a second, then errc::replicas_unavailable, never stale data.
+// Every pause and every time compared goes through the store's Clock.
+//
+// Reading: rows() (JSONEachRow, bookkeeping replies), count() (one `n`),
+// read_rows() (RowBinary: ids and state text, byte for byte).
+// Deleting: delete_rows() (deletes.hpp) waits where a DELETE is a
+// background mutation. ready() (schema.hpp) fills in what the server is.
+#pragma once
+
+#include <chstate/config.hpp>
+#include <chstate/detail/engine.hpp>
+#include <chstate/detail/row_binary.hpp>
+#include <chstate/detail/rows.hpp>
+#include <chstate/detail/sql.hpp>
+#include <chstate/detail/statements.hpp>
+#include <chstate/detail/uuid.hpp>
+
+#include <boost/asio/this_coro.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace chstate::detail {
+
+/// An operation step: an awaitable yielding an error code and its values.
+template <class... Ts>
+using op = asio::awaitable<std::tuple<error_code, Ts...>>;
+
+/// The lock protocol ready() settled on (config.hpp: lock_mode).
+enum class lock_protocol {
+    seed_compatible,
+    strict,
+    /// lock_mode::strict asked of a server without insert_deduplication_token.
+    strict_unsupported,
+};
+
+/// What ready() learns from the server, once; never changes after.
+struct resolved {
+    statements sql;
+    lock_protocol lock = lock_protocol::seed_compatible;
+};
+
+/// A lock row (seed_compatible: token 0) or strict grant that a failure
+/// may have left behind and that the store still has to give back.
+struct orphan_lock {
+    std::string state_id;
+    std::string lock_id;
+    std::uint64_t token = 0;
+};
+
+/// Sets diag's message and returns `e`.
+inline error_code fail(diagnostics& diag, errc e, std::string message) {
+    diag.message = std::move(message);
+    return make_error_code(e);
+}
+
+/// True once the running operation has been asked to stop.
+inline asio::awaitable<bool> cancelled() {
+    auto state = co_await asio::this_coro::cancellation_state;
+    co_return state.cancelled() != asio::cancellation_type::none;
+}
+
+using row_handler = std::function<error_code(std::span<const rb_field>)>;
+
+class session {
+public:
+    session(engine& e, store_options options) : engine_(e), options_(std::move(options)) {}
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+
+    engine& eng() noexcept { return engine_; }
+    const store_options& options() const noexcept { return options_; }
+    time_point now() const { return engine_.now(); }
+    /// The store's clock in milliseconds since the epoch.
+    std::uint64_t now_ms() const {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now().time_since_epoch()).count();
+        return ms < 0 ? 0 : static_cast<std::uint64_t>(ms);
+    }
+
+    /// What ready() resolved; null before the first success.
+    std::shared_ptr<const resolved> known() const {
+        std::lock_guard lk(mutex_);
+        return resolved_;
+    }
+    /// After a successful ready(): never null.
+    const statements& sql() const { return known()->sql; }
+
+    // -- sending ---------------------------------------------------------------
+
+    op<> execute(statement s, const result_sink& sink, diagnostics& diag,
+                 cancellation c = cancellation::honour) {
+        if (c == cancellation::honour) {
+            const bool stop = co_await cancelled();
+            if (stop)
+                co_return std::tuple{make_error_code(asio::error::operation_aborted)};
+        }
+        if (!engine_.traits().binds_parameters) {
+            if (auto r = known(); r && !r->sql.features().query_parameters)
+                if (auto ec = inline_parameters(s, diag))
+                    co_return std::tuple{ec};
+        }
+        const error_code ec = co_await send(s, sink, diag, c);
+        co_return std::tuple{ec};
+    }
+
+    op<> execute(statement s, diagnostics& diag, cancellation c = cancellation::honour) {
+        return execute(std::move(s), ignore_reply(), diag, c);
+    }
+
+    /// Sends `s` and reads its JSONEachRow rows, keeping at most
+    /// limits.max_operation_bytes of reply.
+    op<std::vector<json::object>> rows(statement s, diagnostics& diag, cancellation c = cancellation::honour) {
+        std::vector<json::object> out;
+        row_reader reader(options_.limits.max_row_bytes);
+        auto on_row = [&out](json::object&& row) {
+            out.push_back(std::move(row));
+            return error_code{};
+        };
+        std::size_t kept = 0;
+        auto [ec] = co_await execute(
+            std::move(s),
+            [&](std::string_view chunk) {
+                if ((kept += chunk.size()) > options_.limits.max_operation_bytes)
+                    return over_operation_limit(kept, diag);
+                return reader.feed(chunk, on_row, diag);
+            },
+            diag, c);
+        if (!ec)
+            ec = reader.finish(on_row, diag);
+        co_return std::tuple{ec, std::move(out)};
+    }
+
+    /// Sends `s`, whose reply is one row with an unsigned `n`.
+    op<std::uint64_t> count(statement s, diagnostics& diag, cancellation c = cancellation::honour) {
+        const std::string name = s.name;
+        auto [ec, found] = co_await rows(std::move(s), diag, c);
+        if (ec)
+            co_return std::tuple{ec, std::uint64_t{0}};
+        auto n = found.empty() ? std::nullopt : uint_field(found.front(), "n");
+        if (!n)
+            co_return std::tuple{fail(diag, errc::protocol_error, "the reply to " + name + " has no count"),
+                                 std::uint64_t{0}};
+        co_return std::tuple{error_code{}, *n};
+    }
+
+    /// Sends `s` and reads its RowBinary rows of `columns`, one on_row call per row.
+    op<> read_rows(statement s, std::vector<rb_type> columns, row_handler on_row, diagnostics& diag) {
+        row_binary_reader reader(std::move(columns), options_.limits.max_row_bytes);
+        auto [ec] = co_await execute(
+            std::move(s),
+            [&](std::string_view chunk) {
+                error_code fec = reader.feed(chunk, on_row);
+                if (fec == errc::reply_too_large && !reader.problem().empty())
+                    diag.message = reader.problem(); // the reader's own limit, not on_row's
+                return fec;
+            },
+            diag);
+        if (!ec)
+            ec = reader.finish(diag);
+        co_return std::tuple{ec};
+    }
+
+    /// Waits on the store's Clock; honours cancellation unless told not to.
+    op<> wait(duration d, cancellation c = cancellation::honour) {
+        if (c == cancellation::honour) {
+            const bool stop = co_await cancelled();
+            if (stop)
+                co_return std::tuple{make_error_code(asio::error::operation_aborted)};
+        }
+        const error_code ec = co_await engine_.wait(d, c);
+        co_return std::tuple{ec};
+    }
+
+    error_code over_operation_limit(std::size_t bytes, diagnostics& diag) const {
+        return fail(diag, errc::reply_too_large,
+                    "the reply holds more than " + std::to_string(bytes) + " bytes, over the limit of " +
+                        std::to_string(options_.limits.max_operation_bytes) +
+                        " (store_options::limits.max_operation_bytes)");
+    }
+
+    // -- what failures leave behind ------------------------------------------
+
+    void remember_orphan(orphan_lock o) {
+        std::lock_guard lk(mutex_);
+        orphans_.push_back(std::move(o));
+    }
+    std::vector<orphan_lock> take_orphans() {
+        std::lock_guard lk(mutex_);
+        return std::exchange(orphans_, {});
+    }
+    std::size_t orphaned_locks() const {
+        std::lock_guard lk(mutex_);
+        return orphans_.size();
+    }
+
+    // -- the strict lock's hints -------------------------------------------------
+
+    /// The newest token of `id` this store released (and so believes free):
+    /// its next acquire claims the following token without reading first.
+    /// Kept only where the engine counts written rows, which tell a wrong
+    /// guess at once; bounded, and forgotten on any doubt.
+    std::optional<std::uint64_t> free_token_hint(const std::string& id) const {
+        std::lock_guard lk(mutex_);
+        auto it = free_tokens_.find(id);
+        return it == free_tokens_.end() ? std::nullopt : std::optional<std::uint64_t>(it->second);
+    }
+    void remember_free_token(const std::string& id, std::uint64_t token) {
+        if (!counts_written_rows_.load())
+            return;
+        std::lock_guard lk(mutex_);
+        if (free_tokens_.size() >= 1024 && !free_tokens_.count(id))
+            free_tokens_.clear();
+        free_tokens_[id] = token;
+    }
+    void forget_free_token(const std::string& id) {
+        std::lock_guard lk(mutex_);
+        free_tokens_.erase(id);
+    }
+    /// Called with each claim's diagnostics: a transport that reports written rows.
+    void note_written_rows(const diagnostics& d) {
+        if (d.written_rows)
+            counts_written_rows_ = true;
+    }
+
+    /// A version from the store's clock, strictly increasing per store
+    /// (servers without DateTime64; versions.hpp).
+    std::uint64_t next_client_version() {
+        const std::uint64_t now = now_ms();
+        std::uint64_t last = last_version_.load();
+        std::uint64_t next;
+        do {
+            next = std::max(now, last + 1);
+        } while (!last_version_.compare_exchange_weak(last, next));
+        return next;
+    }
+
+    /// ready()'s result, set once (schema.hpp).
+    void settle(std::shared_ptr<const resolved> r) {
+        std::lock_guard lk(mutex_);
+        if (!resolved_)
+            resolved_ = std::move(r);
+    }
+
+private:
+    static const result_sink& ignore_reply() {
+        static const result_sink sink = [](std::string_view) { return error_code{}; };
+        return sink;
+    }
+
+    /// How long a read refused by a replica still fetching a quorum part
+    /// (289) is sent again.
+    static constexpr duration replica_catch_up{1000};
+
+    /// One statement through the engine; in cluster mode with the quorum
+    /// settings, 286 and 289 sent again as the header comment says.
+    asio::awaitable<error_code> send(const statement& s, const result_sink& sink, diagnostics& diag, cancellation c) {
+        auto r = known();
+        if (!r || !r->sql.replicated().enabled())
+            co_return co_await engine_.send(s, sink, diag, c);
+        statement with = s;
+        const auto& extra = r->sql.replicated().settings;
+        with.settings.insert(with.settings.end(), extra.begin(), extra.end());
+        const time_point start = now();
+        const time_point give_up = start + std::chrono::duration_cast<duration>(options_.cluster.insert_quorum_timeout);
+        const time_point catch_up_ends = start + replica_catch_up;
+        for (unsigned attempt = 1;; ++attempt) {
+            error_code ec = co_await engine_.send(with, sink, diag, c);
+            const time_point t = now();
+            const bool again =
+                (ec == make_clickhouse_error(clickhouse_code::unsatisfied_quorum_for_previous_write) && t < give_up) ||
+                (ec == make_clickhouse_error(clickhouse_code::replica_is_not_in_quorum) && t < catch_up_ends);
+            if (!again)
+                co_return ec;
+            const unsigned cap = std::min(5u * attempt, 100u);
+            if (auto [wec] = co_await wait(duration(1 + random_below(cap)), c); wec)
+                co_return wec;
+        }
+    }
+
+    engine& engine_;
+    const store_options options_;
+    mutable std::mutex mutex_;
+    std::shared_ptr<const resolved> resolved_;
+    std::vector<orphan_lock> orphans_;
+    std::unordered_map<std::string, std::uint64_t> free_tokens_;
+    std::atomic<bool> counts_written_rows_{false};
+    std::atomic<std::uint64_t> last_version_{0};
+};
+
+} // namespace chstate::detail

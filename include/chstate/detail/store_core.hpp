@@ -1,0 +1,110 @@
+// chstate/detail/store_core.hpp — what a store is made of, shared by the
+// store, its operations in flight and its leases.
+//
+// A store holds its core through a shared_ptr, and so does every operation
+// while it runs and every lease: destroying the store never pulls the
+// session or the transport from under them. Destruction cancels what is in
+// flight, as destroying an Asio I/O object does: each operation completes
+// with operation_aborted at its next step (its cleanup still runs), and
+// the core goes when the last of them has.
+#pragma once
+
+#include <chstate/detail/session.hpp>
+
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/system_executor.hpp>
+
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+
+namespace chstate::detail {
+
+/// One operation in flight: it runs on its own strand, where its
+/// cancellation signal is emitted (a cancellation from any thread is
+/// posted there first, so it never races the operation).
+class op_control : public std::enable_shared_from_this<op_control> {
+public:
+    explicit op_control(asio::any_io_executor strand) : strand_(std::move(strand)) {}
+
+    const asio::any_io_executor& strand() const noexcept { return strand_; }
+    asio::cancellation_slot slot() noexcept { return signal_.slot(); }
+
+    /// Asks the operation to stop; any thread.
+    void request_cancel(asio::cancellation_type type) {
+        asio::post(strand_, [self = shared_from_this(), type] {
+            if (!self->finished_)
+                self->signal_.emit(type);
+        });
+    }
+    /// Called on the strand when the operation has completed.
+    void finish() noexcept { finished_ = true; }
+
+private:
+    asio::any_io_executor strand_;
+    asio::cancellation_signal signal_;
+    bool finished_ = false; ///< on the strand only
+};
+
+class store_core {
+public:
+    store_core(std::unique_ptr<engine> e, store_options options)
+        : engine_(std::move(e)), session_(*engine_, std::move(options)) {}
+    store_core(const store_core&) = delete;
+    store_core& operator=(const store_core&) = delete;
+
+    engine& eng() noexcept { return *engine_; }
+    session& sess() noexcept { return session_; }
+    asio::any_io_executor executor() const { return engine_->get_executor(); }
+
+    void add(const std::shared_ptr<op_control>& op) {
+        std::lock_guard lk(mutex_);
+        in_flight_.insert(op);
+    }
+    void remove(const std::shared_ptr<op_control>& op) {
+        std::lock_guard lk(mutex_);
+        in_flight_.erase(op);
+    }
+    /// Cancels every operation in flight (the store is going away).
+    void cancel_all() {
+        std::unordered_set<std::shared_ptr<op_control>> ops;
+        {
+            std::lock_guard lk(mutex_);
+            ops = in_flight_;
+        }
+        for (const auto& op : ops)
+            op->request_cancel(asio::cancellation_type::terminal);
+    }
+
+private:
+    std::unique_ptr<engine> engine_;
+    session session_;
+    std::mutex mutex_;
+    std::unordered_set<std::shared_ptr<op_control>> in_flight_;
+};
+
+/// The engine of a core with no store behind it (a lease that is not
+/// held): it sends nothing.
+class null_engine final : public engine {
+public:
+    asio::any_io_executor get_executor() const override { return asio::system_executor(); }
+    transport_traits traits() const override { return {}; }
+    time_point now() const override { return {}; }
+    asio::awaitable<error_code> send(const statement&, const result_sink&, diagnostics& diag, cancellation) override {
+        diag.message = "no store: the lease is not held";
+        co_return make_error_code(errc::lock_lost);
+    }
+    asio::awaitable<error_code> wait(duration, cancellation) override { co_return error_code{}; }
+    bool runs_transport_here() const override { return false; }
+};
+
+/// The core operations of a lease that is not held run on (they complete
+/// with errc::lock_lost before touching it).
+inline std::shared_ptr<store_core> detached_core() {
+    static const auto core = std::make_shared<store_core>(std::make_unique<null_engine>(), store_options{});
+    return core;
+}
+
+} // namespace chstate::detail
