@@ -5,7 +5,7 @@
 // lock table is merged and when simulated time moves.
 #include "support.hpp"
 
-#include <chstate/transport/simulated.hpp>
+#include <chstate/testing/simulated.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
