@@ -28,9 +28,10 @@
 //     may on 18.16, where a mutation takes milliseconds. apply_mutations()
 //     applies the queued ones at once; hold_mutations(true) leaves them to
 //     it alone (a mutation that does not finish).
-//   * INSERT … SETTINGS insert_deduplication_token = '…' into a table with
-//     non_replicated_deduplication_window > 0: a block whose token was seen
-//     is dropped and the INSERT still reports success (as ClickHouse does).
+//   * INSERT into a table with non_replicated_deduplication_window = n > 0:
+//     a block whose id is among the last n blocks' is dropped and the INSERT
+//     still reports success (as ClickHouse does). The id: its
+//     insert_deduplication_token, else the block's content.
 //   * now() / now64(3) read the server's manual_clock (server_clock()),
 //     which may be a skewed handle on the clients' timeline; set_server_clock()
 //     swaps it (a clock step).
@@ -253,7 +254,7 @@ public:
             if (t.replicated) // in ZooKeeper: no block behind it
                 detail::sim::record_block_id(s, t, token);
             else
-                t.remember_token(std::move(token));
+                t.remember_block(detail::sim::block_id(token, {}));
         });
     }
 

@@ -91,7 +91,7 @@ public:
         std::optional<std::string> token;
         if (auto it = q.settings.find("insert_deduplication_token"); it != q.settings.end())
             token = it->second.s;
-        if (token && !t.replicated && !admit_block(t, *token, given, out_.written_rows))
+        if (!t.replicated && !admit_block(t, token, given, out_.written_rows))
             return;
         part p;
         for (auto& g : given) {

@@ -174,7 +174,7 @@ inline std::uint64_t replicated_insert(server_state& s, table& t, part p, const 
     std::string bytes;
     for (const auto& r : p.rows)
         append_block_bytes(bytes, r.cells);
-    const std::string id = token ? "token:" + *token : "hash:" + bytes;
+    const std::string id = block_id(token, bytes);
     if (auto it = z.block_of_id.find(id); it != z.block_of_id.end() && t.dedup_window > 0) {
         // A duplicate. On this replica: ignored. Not here: THIS insert's
         // rows are written here under the existing part's name
@@ -245,7 +245,7 @@ inline void replicated_mutation(server_state& s, table& t, expr condition, bool 
 /// (simulated_clickhouse::record_deduplication_token).
 inline void record_block_id(server_state& s, const table& t, const std::string& token) {
     auto& z = s.zookeeper[t.qualified_name()];
-    const std::string id = "token:" + token;
+    const std::string id = block_id(token, {});
     z.block_ids.push_back(id);
     z.block_of_id[id] = 0;
 }

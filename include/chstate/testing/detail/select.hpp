@@ -74,6 +74,13 @@ public:
                 rows.push_back(std::move(r.cells));
         }
         const evaluator eval = s_.eval();
+        // Every expression once up front, so a missing column or function
+        // fails even where no row reaches it.
+        const std::vector<value> probe(src->columns.size());
+        if (q.where)
+            eval(*q.where, *src, probe);
+        for (const auto& o : q.order)
+            eval(o.e, *src, probe);
         if (q.where)
             std::erase_if(rows, [&](const std::vector<value>& r) { return !truthy(eval(*q.where, *src, r)); });
         if (!q.order.empty())
@@ -85,8 +92,6 @@ public:
                 }
                 return false;
             });
-        // Every item once up front, so an invalid expression fails even on no rows.
-        const std::vector<value> probe(src->columns.size());
         for (const auto& it : q.items)
             if (it.aggregate != select_item::count)
                 eval(it.e, *src, rows.empty() ? probe : rows.front());

@@ -81,25 +81,34 @@ inline row make_row(const table& t, const std::vector<std::size_t>& cols, std::v
 
 // ---- one server's insert deduplication --------------------------------------------
 
-/// Whether an INSERT of `given` with deduplication `token` into a
-/// non-replicated `t` writes its block; a new token is recorded (before
-/// the block is written, as ClickHouse's MergeTreeSink records it).
+/// A block's id in a deduplication log: its token, else its content.
+inline std::string block_id(const std::optional<std::string>& token, const std::string& bytes) {
+    return token ? "token:" + *token : "hash:" + bytes;
+}
+
+/// Whether an INSERT of `given` (deduplication `token`, if any) into a
+/// non-replicated `t` writes its block. Within the last
+/// non_replicated_deduplication_window blocks, one with the same id is
+/// dropped, the INSERT still succeeding; a new id is recorded (before the
+/// block is written, as ClickHouse's MergeTreeSink records it).
 /// `counted`: rows a dropped duplicate still reports as written — as chDB
-/// 26.5 counts them, none for the same bytes again, all for other bytes.
-inline bool admit_block(table& t, const std::string& token, const std::vector<std::vector<value>>& given,
-                        std::uint64_t& counted) {
-    if (t.dedup_window <= 0 || given.empty()) // no block, no token
+/// 26.5 counts them for INSERT … SELECT, none for the same bytes again,
+/// all for other bytes.
+inline bool admit_block(table& t, const std::optional<std::string>& token,
+                        const std::vector<std::vector<value>>& given, std::uint64_t& counted) {
+    if (t.dedup_window <= 0 || given.empty()) // no block, no id
         return true;
     std::string bytes;
     for (const auto& g : given)
         append_block_bytes(bytes, g);
-    if (std::find(t.dedup_log.begin(), t.dedup_log.end(), token) != t.dedup_log.end()) {
-        auto same = t.dedup_bytes.find(token);
+    std::string id = block_id(token, bytes);
+    if (std::find(t.dedup_log.begin(), t.dedup_log.end(), id) != t.dedup_log.end()) {
+        auto same = t.dedup_bytes.find(id);
         if (same == t.dedup_bytes.end() || same->second != bytes)
             counted += given.size();
-        return false; // dropped, reported as success
+        return false;
     }
-    t.remember_token(token, std::move(bytes));
+    t.remember_block(std::move(id), std::move(bytes));
     return true;
 }
 

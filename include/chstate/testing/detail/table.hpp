@@ -48,8 +48,9 @@ struct table {
     std::vector<queued_mutation> mutations;
     bool merges_stopped = false; ///< SYSTEM STOP MERGES
 
-    /// Deduplication (non_replicated_deduplication_window blocks; a
-    /// replicated table keeps its log in ZooKeeper, replication.hpp).
+    /// Deduplication: the ids of the last non_replicated_deduplication_window
+    /// blocks (storage.hpp, block_id); a replicated table keeps its log in
+    /// ZooKeeper (replication.hpp).
     std::int64_t dedup_window = 0;
     std::vector<std::string> dedup_log;
     /// The bytes of each remembered block (absent: recorded without a block).
@@ -69,11 +70,11 @@ struct table {
         return std::nullopt;
     }
 
-    /// Records a block's deduplication token; the oldest falls out of the window.
-    void remember_token(std::string token, std::optional<std::string> bytes = std::nullopt) {
+    /// Records a block's id; the oldest falls out of the window.
+    void remember_block(std::string id, std::optional<std::string> bytes = std::nullopt) {
         if (bytes)
-            dedup_bytes[token] = std::move(*bytes);
-        dedup_log.push_back(std::move(token));
+            dedup_bytes[id] = std::move(*bytes);
+        dedup_log.push_back(std::move(id));
         if (static_cast<std::int64_t>(dedup_log.size()) > dedup_window) {
             if (std::find(dedup_log.begin() + 1, dedup_log.end(), dedup_log.front()) == dedup_log.end())
                 dedup_bytes.erase(dedup_log.front());
