@@ -37,11 +37,11 @@ struct step {
         advance,         ///< simulator: its server clock moves `seconds` on; chDB: none (the real clock)
         row_count,       ///< simulator: row_count(`table`); chDB: none
     } kind = sql;
-    std::string text;
+    std::string text = {};
     /// The simulator's answer: the reply's bytes, or "error N" (a ClickHouse
     /// error) or "error: <message>" (another error).
-    std::string expected;
-    std::string table; ///< `db`.`t` the step is about (chDB: merges stopped / started around it)
+    std::string expected = {};
+    std::string table = {}; ///< `db`.`t` the step is about (chDB: merges stopped / started around it)
     std::vector<parameter> parameters = {};
     std::string format = {};
     std::string data = {};
@@ -111,6 +111,13 @@ inline std::vector<step> steps(const std::string& db) {
         {.text = "SELECT count() AS n FROM " + l, .expected = "{\"n\":\"0\"}\n", .format = "JSONEachRow",
          .simulator_only = "UInt64 in JSON: quoted by the simulator (version 25.3, as ClickHouse up to 25.7 and "
                            "18.16), bare in chDB 26.5 (ClickHouse PR 74079); the store reads both"},
+        // a mutation applies to the rows inserted before it, not to later ones
+        {.text = "INSERT INTO " + l + " (state_id, lock_id) VALUES ('e', '1')", .expected = ""},
+        {.text = "ALTER TABLE " + l + " DELETE WHERE state_id = 'e'", .expected = "", .table = l},
+        {.text = "INSERT INTO " + l + " (state_id, lock_id) VALUES ('e', '2')", .expected = ""},
+        {.text = "SELECT count() FROM system.mutations WHERE database = '" + db + "' AND table = 'l' AND is_done = 0",
+         .expected = "1\n", .simulator_only = mutations_sync},
+        {.text = "SELECT lock_id FROM " + l + " WHERE state_id = 'e'", .expected = "2\n"},
         // TTL at merge time, on the server's clock
         {.text = "CREATE TABLE " + t + " (k String, at DateTime DEFAULT now()) ENGINE = MergeTree ORDER BY k "
                  "TTL at + INTERVAL 300 SECOND",

@@ -21,13 +21,14 @@
 //     passed (on the server's clock) are dropped. They run only when the test
 //     calls them.
 //   * DELETE FROM (lightweight) takes effect immediately. ALTER TABLE …
-//     DELETE is a mutation, applied in the background: a read of
-//     system.mutations shows it unfinished (is_done = 0), and it finishes
-//     once that read has been answered — so a client waiting for it, as the
-//     store does on a server without DELETE FROM, waits one round, as it
-//     may on 18.16, where a mutation takes milliseconds. apply_mutations()
-//     applies the queued ones at once; hold_mutations(true) leaves them to
-//     it alone (a mutation that does not finish).
+//     DELETE is a mutation of the rows inserted before it, applied in the
+//     background: a read of system.mutations shows it unfinished
+//     (is_done = 0), and it finishes once that read has been answered — so
+//     a client waiting for it, as the store does on a server without
+//     DELETE FROM, waits one round, as it may on 18.16, where a mutation
+//     takes milliseconds. apply_mutations() applies the queued ones at
+//     once; hold_mutations(true) leaves them to it alone (a mutation that
+//     does not finish).
 //   * INSERT into a table with non_replicated_deduplication_window = n > 0:
 //     a block whose id is among the last n blocks' is dropped and the INSERT
 //     still reports success (as ClickHouse does). The id: its
@@ -37,7 +38,7 @@
 //     swaps it (a clock step).
 //   * Bound parameters {name:Type} come from statement::parameters (values
 //     raw text; nullopt = NULL). Replies: JSONEachRow (UInt64 quoted, as
-//     ClickHouse's default), RowBinary or TabSeparated (the default when no
+//     ClickHouse writes it by default up to 25.7), RowBinary or TabSeparated (the default when no
 //     format is named); large replies arrive in chunks of max_block_size
 //     (1000) rows.
 //

@@ -188,7 +188,7 @@ public:
         else if (q.lightweight)
             delete_where(t, q.where, eval);
         else
-            t.mutations.push_back({std::move(q.where)});
+            t.mutations.push_back({std::move(q.where), s_.seq});
     }
 
     void operator()(truncate_statement& q) { s_.lookup(q.table).parts.clear(); }

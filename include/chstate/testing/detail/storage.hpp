@@ -8,6 +8,8 @@
 #include <chstate/testing/detail/table.hpp>
 
 #include <algorithm>
+#include <limits>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -173,12 +175,15 @@ inline std::size_t merge(table& t, std::int64_t now_ms) {
     return removed;
 }
 
-/// Deletes the rows of `t` for which `condition` holds; returns how many.
-inline std::size_t delete_where(table& t, const expr& condition, const evaluator& eval) {
+/// Deletes the rows of `t` (up to row::seq `last_seq`) for which
+/// `condition` holds; returns how many.
+inline std::size_t delete_where(table& t, const expr& condition, const evaluator& eval,
+                                std::uint64_t last_seq = std::numeric_limits<std::uint64_t>::max()) {
     std::size_t n = 0;
     for (auto& p : t.parts) {
         const auto before = p.rows.size();
-        std::erase_if(p.rows, [&](const row& r) { return truthy(eval(condition, t, r.cells)); });
+        std::erase_if(p.rows,
+                      [&](const row& r) { return r.seq <= last_seq && truthy(eval(condition, t, r.cells)); });
         n += before - p.rows.size();
     }
     std::erase_if(t.parts, [](const part& p) { return p.rows.empty(); });
@@ -190,7 +195,7 @@ inline std::size_t delete_where(table& t, const expr& condition, const evaluator
 inline std::size_t apply_mutations(table& t, const evaluator& eval, bool seen_only = false) {
     std::size_t n = 0, k = 0;
     for (; k < t.mutations.size() && (!seen_only || t.mutations[k].seen); ++k)
-        n += delete_where(t, t.mutations[k].condition, eval);
+        n += delete_where(t, t.mutations[k].condition, eval, t.mutations[k].last_seq);
     t.mutations.erase(t.mutations.begin(), t.mutations.begin() + static_cast<std::ptrdiff_t>(k));
     return n;
 }

@@ -27,9 +27,11 @@ struct part {
     std::vector<row> rows;
 };
 
-/// An ALTER TABLE … DELETE not yet applied.
+/// An ALTER TABLE … DELETE not yet applied. As in ClickHouse it applies to
+/// the rows that existed when it was created, not to later INSERTs.
 struct queued_mutation {
     expr condition;
+    std::uint64_t last_seq = 0; ///< the newest row it applies to (row::seq)
     /// A read of system.mutations has shown it unfinished: it finishes
     /// once that read is answered (unless mutations are held).
     bool seen = false;
