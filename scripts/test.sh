@@ -47,6 +47,14 @@ if [[ $# -eq 0 ]]; then
   else
     echo "faults: no summary line (the suite did not run)" >&2; status=1
   fi
+  # The simulator's self-check against chDB (tests/simulator_self_check.hpp).
+  line=$(grep -E '^simulator-differential: ' "$log" | tail -n 1 || true)
+  if [[ $line =~ ^simulator-differential:\ statements=([0-9]+)\ mismatches=([0-9]+)\ excluded=([0-9]+)$ ]]; then
+    ((BASH_REMATCH[1] >= 50 && BASH_REMATCH[2] == 0)) \
+      || { echo "simulator-differential: want at least 50 statements and no mismatch: $line" >&2; status=1; }
+  else
+    echo "simulator-differential: no summary line (the embedded suite did not run it)" >&2; status=1
+  fi
 fi
 # The README's C++ blocks match their compiled files, and those programs run.
 bash tests/readme/run.sh build || status=1

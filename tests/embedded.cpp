@@ -2,6 +2,7 @@
 //
 // A missing libchdb.so fails every case here with the loader's message
 // (run scripts/fetch-chdb.sh, or the README's test command, which does).
+#include "simulator_self_check.hpp"
 #include "support.hpp"
 
 #include <doctest/doctest.h>
@@ -163,3 +164,78 @@ TEST_CASE("embedded: written_rows, as the strict lock reads it") {
 
 } // TEST_SUITE
 } // namespace embedded_strict
+
+// ---- the simulator against chDB ------------------------------------------------
+
+namespace simulator_differential {
+using namespace chstate;
+TEST_SUITE("embedded") {
+
+TEST_CASE("embedded: the simulator's self-check gives chDB's answers (a differential test)") {
+    // The steps and what is not compared, and why: simulator_self_check.hpp.
+    namespace check = test::self_check;
+    chdb_transport chdb(embedded_tests::shared_engine());
+    const std::string db = test::unique_schema("simcheck");
+    manual_clock clock(time_point{} + std::chrono::seconds(1'700'000'000));
+    auto sim = simulated_clickhouse::create(clock);
+    auto on_chdb = [&](const std::string& sql, const check::step* st = nullptr) {
+        statement s{sql, {}, {}, {}, false};
+        if (st) {
+            s.parameters = st->parameters;
+            s.format = st->format;
+            s.data = st->data;
+            s.settings = st->settings;
+        }
+        std::string reply;
+        diagnostics diag;
+        auto ec = test::run_statement(chdb, s, diag, &reply);
+        return check::answer_of(ec, reply);
+    };
+    // chDB merges only when asked, like the simulator: merges stay stopped
+    // but for a merge step and a DELETE (a synchronous mutation).
+    auto merges = [&](bool on, const std::string& table) {
+        REQUIRE(on_chdb(std::string(on ? "SYSTEM START" : "SYSTEM STOP") + " MERGES " + table).empty());
+    };
+    std::size_t compared = 0, mismatches = 0, excluded = 0;
+    for (const auto& st : check::steps(db)) {
+        const std::string simulated = check::run_on_simulator(*sim, clock, st);
+        INFO(st.text, " ", st.table);
+        CHECK(simulated == st.expected);
+        std::string engine;
+        if (st.kind == check::step::sql && st.simulator_only.empty()) {
+            const bool deletes = st.text.starts_with("ALTER") || st.text.starts_with("DELETE");
+            if (deletes)
+                merges(true, st.table);
+            engine = on_chdb(st.text, &st);
+            if (deletes)
+                merges(false, st.table);
+            if (st.text.starts_with("CREATE TABLE") && engine.empty())
+                merges(false, st.table);
+        } else if (st.kind == check::step::parts) {
+            const auto dot = st.table.find("`.`");
+            engine = on_chdb("SELECT count() FROM system.parts WHERE database = '" + db + "' AND table = '" +
+                             st.table.substr(dot + 3, st.table.size() - dot - 4) + "' AND active");
+        } else if (st.kind == check::step::merge && st.simulator_only.empty()) {
+            merges(true, st.table);
+            CHECK(on_chdb("OPTIMIZE TABLE " + st.table + " FINAL").empty());
+            merges(false, st.table);
+        }
+        if (!st.compared()) {
+            excluded += !st.simulator_only.empty();
+            continue;
+        }
+        ++compared;
+        if (engine != simulated) {
+            ++mismatches;
+            MESSAGE("simulator and chDB differ on: " << (st.text.empty() ? st.table : st.text) << "\n  simulator: "
+                                                    << simulated << "\n  chDB:      " << engine);
+        }
+    }
+    std::printf("simulator-differential: statements=%zu mismatches=%zu excluded=%zu\n", compared, mismatches,
+                excluded);
+    CHECK(mismatches == 0);
+    CHECK(compared >= 50);
+}
+
+} // TEST_SUITE
+} // namespace simulator_differential

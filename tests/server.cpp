@@ -8,6 +8,7 @@
 // throwaway CA that signed the server's certificate). Without it, or when
 // the server does not answer, every case here FAILS with a message saying
 // so (never skips).
+#include "refusals_18_16.hpp"
 #include "support.hpp"
 
 #include <chstate/open.hpp>
@@ -304,6 +305,27 @@ TEST_CASE("http: an unknown database is errc::unknown_database") {
     INFO(diag.message);
     CHECK(ec == errc::unknown_database);
     CHECK(ec.value() == 81);
+}
+
+TEST_CASE("http: ClickHouse 18.16 refuses the modern dialect with the codes the simulator gives as 18.16") {
+    // tests/refusals_18_16.hpp; the simulator's side is in tests/simulation.cpp.
+    require_server();
+    http_transport t(threads().get_executor(), server_options());
+    const auto version = run_sql(t, "SELECT version()");
+    REQUIRE_MESSAGE(version.starts_with("18."), "a case about ClickHouse 18.16; the server is ", version);
+    const std::string db = test::unique_schema("refusals");
+    run_sql(t, "CREATE DATABASE `" + db + "`");
+    run_sql(t, "CREATE TABLE `" + db + "`.`t` (k String) ENGINE = MergeTree ORDER BY k");
+    for (const auto& r : test::refusals_18_16(db)) {
+        // A placeholder never reaches 18.16 from http_transport: it writes
+        // bound values into the text itself (transport/http.hpp).
+        if (!r.parameters.empty())
+            continue;
+        INFO(r.sql);
+        diagnostics diag;
+        CHECK(try_sql(t, r.sql, diag) == make_clickhouse_error(r.code));
+    }
+    run_sql(t, "DROP DATABASE `" + db + "`");
 }
 
 TEST_CASE("http: a server error carries code and message; the connection stays usable") {

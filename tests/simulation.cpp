@@ -1,11 +1,15 @@
-// The store contract on the simulated server (automatic delivery), and the
-// lock-schedule explorer (manual delivery): N simulated clients run
-// acquire → read-modify-write of a counter → release while the explorer
-// decides the order in which their statements reach the server, when the
-// lock table is merged and when simulated time moves.
+// The store contract on the simulated server (automatic delivery), as a
+// modern server and as ClickHouse 18.16; the simulator's self-check
+// (simulator_self_check.hpp) and its 18.16 dialect; and the lock-schedule
+// explorer (manual delivery): N simulated clients run acquire →
+// read-modify-write of a counter → release while the explorer decides the
+// order in which their statements reach the server, when the lock table is
+// merged and when simulated time moves.
+#include "refusals_18_16.hpp"
+#include "simulator_self_check.hpp"
 #include "support.hpp"
 
-#include <chstate/transport/simulated.hpp>
+#include <chstate/testing/simulated.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -40,6 +44,56 @@ struct simulated_fixture {
     transport_type make_transport() { return simulated_transport(server, pool_executor()); }
 };
 
+/// The simulator as 18.16, met the way tests/server.cpp meets the real one:
+///  * values a statement still has as {name:Type} parameters are written
+///    into its text as quoted literals (detail::inline_parameters), as
+///    http_transport sends them to 18.16. This does not declare
+///    binds_parameters, so the store writes its own statements' values
+///    itself first (what a plain simulated_transport gets too); what
+///    reaches this with parameters is the tests' own SQL (seed_insert,
+///    stored_parts);
+///  * the server's clock keeps up with the wall clock, as a real server's:
+///    on 18.16 a store on real_clock supplies its versions from its own
+///    clock while rows written without one take the server's DEFAULT now().
+class server_18_16_transport {
+public:
+    explicit server_18_16_transport(simulated_transport inner) : inner_(std::move(inner)) {}
+    asio::any_io_executor get_executor() const { return inner_.get_executor(); }
+
+    template <class CompletionToken>
+    auto async_execute(const statement& stmt, result_sink sink, diagnostics& diag, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [inner = inner_](auto handler, statement s, result_sink sink, diagnostics* d) mutable {
+                inner.server()->server_clock().advance_to(std::chrono::system_clock::now());
+                if (!s.parameters.empty())
+                    if (auto ec = detail::inline_parameters(s, *d)) {
+                        auto ex = asio::get_associated_executor(handler, inner.get_executor());
+                        asio::post(ex, [h = std::move(handler), ec]() mutable { std::move(h)(ec); });
+                        return;
+                    }
+                inner.async_execute(s, std::move(sink), *d, std::move(handler)); // the simulator copies `s`
+            },
+            token, stmt, std::move(sink), &diag);
+    }
+
+private:
+    simulated_transport inner_;
+};
+
+/// The simulated server as ClickHouse 18.16 (set_version).
+inline std::shared_ptr<simulated_clickhouse> create_18_16(manual_clock clock = manual_clock()) {
+    auto s = simulated_clickhouse::create(std::move(clock));
+    s->set_version("18.16.1");
+    return s;
+}
+
+struct simulated_18_16_fixture {
+    using transport_type = server_18_16_transport;
+    static constexpr const char* name = "simulated-18.16";
+    std::shared_ptr<simulated_clickhouse> server = create_18_16();
+    transport_type make_transport() { return server_18_16_transport(simulated_transport(server, pool_executor())); }
+};
+
 // doctest keys a test case by file, line and name, not by suite: the
 // contract's cases get a prefix so they do not collide with the other
 // transports' instantiations of the same lines. And doctest names a suite's
@@ -55,6 +109,20 @@ TEST_SUITE("simulated") {
 #include "lossless_cases.ipp"
 #include "hostile_input_cases.ipp"
 }
+#undef TEST_CASE
+// The same on the simulator as ClickHouse 18.16: the store's old dialect,
+// where tests/server.cpp runs it against the real 18.16 (the strict lock's
+// cases then assert errc::unsupported, as there).
+#define TEST_CASE(name) DOCTEST_TEST_CASE("simulated-18.16: " name)
+namespace old_dialect {
+TEST_SUITE("simulated") {
+    using fixture = simulation_tests::simulated_18_16_fixture;
+#include "contract_cases.ipp"
+#include "fidelity_cases.ipp"
+#include "lossless_cases.ipp"
+#include "hostile_input_cases.ipp"
+}
+} // namespace old_dialect
 #undef TEST_CASE
 #define TEST_CASE(name) DOCTEST_TEST_CASE(name)
 
@@ -160,53 +228,14 @@ inline std::string sql(simulated_clickhouse& s, const std::string& text, std::ve
     return out;
 }
 
-TEST_CASE("simulated: ReplacingMergeTree semantics, TTL, mutations, deduplication") {
+TEST_CASE("simulated: ReplacingMergeTree semantics, TTL, mutations, deduplication (the self-check)") {
+    // simulator_self_check.hpp; the embedded suite runs the same steps on chDB.
     manual_clock clock(time_point{} + std::chrono::seconds(1'700'000'000));
     auto s = simulated_clickhouse::create(clock);
-    sql(*s, "CREATE DATABASE IF NOT EXISTS `m`");
-    sql(*s, "CREATE TABLE IF NOT EXISTS `m`.`l` (state_id String, lock_id String, locked_at DateTime DEFAULT now())"
-            " ENGINE = ReplacingMergeTree(locked_at) ORDER BY state_id TTL locked_at + INTERVAL 300 SECOND");
-    sql(*s, "INSERT INTO `m`.`l` (state_id, lock_id) VALUES ('a', 'x')");
-    sql(*s, "INSERT INTO `m`.`l` (state_id, lock_id) VALUES ('a', 'w')");
-    CHECK(s->part_count("m.l") == 2);
-    CHECK(sql(*s, "SELECT lock_id FROM m.l ORDER BY lock_id") == "w\nx\n");
-    // equal versions: the last inserted wins
-    CHECK(sql(*s, "SELECT lock_id FROM m.l FINAL") == "w\n");
-    CHECK(s->merge("`m`.`l`") == 1);
-    CHECK(sql(*s, "SELECT lock_id FROM m.l") == "w\n");
-    // a higher version wins over a later insert
-    sql(*s, "INSERT INTO m.l (state_id, lock_id, locked_at) SELECT 'b', 'new', toDateTime({t:UInt32})",
-        {{"t", "UInt32", "1700000100"}});
-    sql(*s, "INSERT INTO m.l (state_id, lock_id, locked_at) SELECT 'b', 'old', toDateTime({t:UInt32})",
-        {{"t", "UInt32", "1700000050"}});
-    CHECK(sql(*s, "SELECT lock_id FROM m.l FINAL WHERE state_id = {id:String}", {{"id", "String", "b"}}) == "new\n");
-    // mutations wait; lightweight deletes do not
-    sql(*s, "ALTER TABLE m.l DELETE WHERE state_id = 'b'");
-    CHECK(sql(*s, "SELECT count() FROM m.l") == "3\n");
-    CHECK(s->apply_mutations() == 2);
-    sql(*s, "DELETE FROM m.l WHERE lock_id = 'w'");
-    CHECK(sql(*s, "SELECT count() AS n FROM m.l", {}, "JSONEachRow") == "{\"n\":\"0\"}\n");
-    // TTL at merge time, on the server clock
-    sql(*s, "INSERT INTO m.l (state_id, lock_id) VALUES ('c', 'z')");
-    clock.advance(299s);
-    s->merge("m.l");
-    CHECK(s->row_count("m.l") == 1);
-    clock.advance(1s);
-    s->merge("m.l");
-    CHECK(s->row_count("m.l") == 0);
-    // deduplication by token
-    sql(*s, "CREATE TABLE m.d (k String, v String) ENGINE = MergeTree ORDER BY k"
-            " SETTINGS non_replicated_deduplication_window = 100");
-    sql(*s, "INSERT INTO m.d (k, v) SETTINGS insert_deduplication_token = 't1' VALUES ('k', 'first')");
-    sql(*s, "INSERT INTO m.d (k, v) SETTINGS insert_deduplication_token = 't1' VALUES ('k', 'second')");
-    CHECK(sql(*s, "SELECT v FROM m.d") == "first\n");
-    // merges can be stopped, as on a server
-    sql(*s, "INSERT INTO m.l (state_id, lock_id) VALUES ('d', '1')");
-    sql(*s, "INSERT INTO m.l (state_id, lock_id) VALUES ('d', '2')");
-    sql(*s, "SYSTEM STOP MERGES m.l");
-    CHECK(s->merge("m.l") == 0);
-    sql(*s, "SYSTEM START MERGES m.l");
-    CHECK(s->merge("m.l") == 1);
+    for (const auto& st : test::self_check::steps("m")) {
+        INFO(st.text, " ", st.table);
+        CHECK(test::self_check::run_on_simulator(*s, clock, st) == st.expected);
+    }
     // unknown statements name themselves
     statement bad{"GRANT ALL ON m.l TO someone", {}, {}, {}, false};
     std::string out;
@@ -214,6 +243,75 @@ TEST_CASE("simulated: ReplacingMergeTree semantics, TTL, mutations, deduplicatio
     auto ec = s->execute(bad, out, d);
     CHECK(ec == make_clickhouse_error(48));
     CHECK(d.message.find("GRANT ALL ON m.l TO someone") != std::string::npos);
+}
+
+// ---- ClickHouse 18.16's dialect (set_version) --------------------------------
+
+TEST_CASE("simulated-18.16: answers as ClickHouse 18.16 — its version, its refusals with its codes") {
+    auto old = create_18_16();
+    auto modern = simulated_clickhouse::create();
+    CHECK(sql(*old, "SELECT version()") == "18.16.1\n");
+    for (auto* s : {old.get(), modern.get()}) {
+        sql(*s, "CREATE DATABASE o");
+        sql(*s, "CREATE TABLE o.t (k String) ENGINE = MergeTree ORDER BY k");
+    }
+    for (const auto& r : test::refusals_18_16("o")) {
+        INFO(r.sql);
+        statement st{r.sql, r.parameters, "TabSeparated", {}, false};
+        std::string out;
+        diagnostics d;
+        CHECK(old->execute(st, out, d) == make_clickhouse_error(r.code));
+        CHECK(modern->execute(st, out, d) == error_code{}); // a refusal of the dialect, not of the statement
+    }
+    // The store's old schema, as it creates it.
+    detail::statements old_statements(detail::table_names("o", "state"), detail::server_features::from_version("18.16.1"));
+    for (const auto& st : {old_statements.create_state_table(), old_statements.create_lock_table()}) {
+        std::string out;
+        diagnostics d;
+        CHECK_MESSAGE(old->execute(st, out, d) == error_code{}, st.sql, ": ", d.message);
+    }
+    CHECK(sql(*old, "SELECT name, type FROM system.columns WHERE database = 'o' AND table = 'state'") ==
+          "state_id\tString\npartial_state\tNullable(String)\ncompleted_state\tNullable(String)\nupdated_at\tUInt64\n");
+}
+
+TEST_CASE("simulated-18.16: the store writes every value into the SQL text and waits for its mutations") {
+    // A plain simulated_transport: had the store sent a {name:Type}
+    // placeholder, ALTER … DELETE's wait or anything else the modern dialect
+    // has, 18.16 (and so the simulator) would refuse it.
+    auto server = create_18_16();
+    store_options o;
+    o.schema = "old";
+    o.lock = test::fast_locks();
+    o.lock.mode = lock_mode::seed_compatible; // strict needs insert_deduplication_token (22.2)
+    basic_state_store<simulated_transport> store(simulated_transport(server, pool_executor()), o);
+    const state a{"a", object{{"p", "it's {x:String}"}}, object{{"c", 1}}};
+    store.set(a);
+    CHECK(store.get("a") == a);
+    store.update(state{"a", object{{"q", 2}}, {}}); // the lock: candidate, settle, release (a mutation)
+    CHECK(store.get("a")->partial_state == object{{"p", "it's {x:String}"}, {"q", 2}});
+    CHECK(server->pending_mutations() == 0);
+    store.set_all({state{"b", {}, object{{"n", 1}}}, state{"c", {}, object{{"n", 2}}}});
+    CHECK(store.state_ids() == std::vector<std::string>{"a", "b", "c"});
+    store.delete_state("c");
+    CHECK(store.state_ids() == std::vector<std::string>{"a", "b"});
+    // A mutation that does not finish by itself: the delete waits for it.
+    server->hold_mutations(true);
+    auto deleting = std::async(std::launch::async, [&] { store.delete_state("b"); });
+    CHECK(deleting.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+    CHECK(server->pending_mutations() == 1);
+    CHECK(server->apply_mutations() == 1);
+    deleting.get();
+    CHECK(store.state_ids() == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("simulator: set_version before the first statement, and only a version the simulator models") {
+    auto s = simulated_clickhouse::create();
+    CHECK_THROWS_AS(s->set_version("21.8.1"), std::invalid_argument); // no dialect of its own here
+    CHECK_THROWS_AS(s->set_version("version"), std::invalid_argument);
+    s->set_version("24.1.2.5");
+    CHECK(sql(*s, "SELECT version()") == "24.1.2.5\n");
+    sql(*s, "CREATE DATABASE x");
+    CHECK_THROWS_AS(s->set_version("18.16.1"), std::logic_error);
 }
 
 // ---- the schedule explorer ---------------------------------------------------

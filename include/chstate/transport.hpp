@@ -36,7 +36,7 @@
 //
 // Implementations: chdb_transport (transport/chdb.hpp, the embedded engine),
 // http_transport (transport/http.hpp), simulated_transport
-// (transport/simulated.hpp); any_transport (any_transport.hpp) holds any
+// (testing/simulated.hpp); any_transport (any_transport.hpp) holds any
 // of them.
 #pragma once
 

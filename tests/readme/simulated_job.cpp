@@ -4,7 +4,7 @@
 // it and fails when it returns non-zero.
 // [snippet simulated-job]
 #include <chstate/chstate.hpp>
-#include <chstate/transport/simulated.hpp>   // simulated_clickhouse, simulated_transport
+#include <chstate/testing/simulated.hpp>   // simulated_clickhouse, simulated_transport
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

@@ -3,7 +3,7 @@
 // (tests/readme/check_snippets.py compares them). It runs, and what the
 // README says of it is checked after it.
 #include <chstate/chstate.hpp>
-#include <chstate/transport/simulated.hpp>
+#include <chstate/testing/simulated.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>

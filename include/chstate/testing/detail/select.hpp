@@ -1,0 +1,186 @@
+// chstate/testing/detail/select.hpp — running a SELECT: the rows of its
+// table (FINAL collapsed, as the current replica sees them) or of a system
+// table, WHERE, ORDER BY, the items (count(), max, min and any without
+// GROUP BY: one row, even for no input, as ClickHouse returns), DISTINCT,
+// LIMIT. Scalar subqueries run first, as ClickHouse runs them before the
+// query that holds them.
+#pragma once
+
+#include <chstate/testing/detail/formats.hpp>
+#include <chstate/testing/detail/replication.hpp>
+#include <chstate/testing/detail/system_tables.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace chstate::detail::sim {
+
+/// A SELECT's result: its columns and rows.
+struct selection {
+    std::vector<result_column> columns;
+    std::vector<std::vector<value>> rows;
+};
+
+class select_runner {
+public:
+    /// `sql`: the statement's text, named by errors. `q`: its settings
+    /// (select_sequential_consistency applies to every read, subqueries too).
+    select_runner(server_state& s, const quorum_settings& q, const std::string& sql) : s_(s), q_(q), sql_(sql) {}
+
+    /// Replaces the scalar subqueries in `e` by their values.
+    void resolve(expr& e) {
+        for (auto& a : e.args)
+            resolve(a);
+        if (e.kind != expr::subquery)
+            return;
+        selection sel = run(*e.query);
+        expr v;
+        v.v = sel.rows.empty() || sel.rows.front().empty() ? value::of_null() : sel.rows.front().front();
+        v.v.quoted64 = false;
+        v.text = std::move(e.text);
+        e = std::move(v);
+    }
+    void resolve(std::optional<expr>& e) {
+        if (e)
+            resolve(*e);
+    }
+
+    selection run(select_query q) {
+        for (auto& it : q.items)
+            resolve(it.e);
+        resolve(q.where);
+        for (auto& o : q.order)
+            resolve(o.e);
+
+        table scratch; // a system table's columns, or none (SELECT without FROM)
+        const table* src = &scratch;
+        std::vector<std::vector<value>> rows;
+        if (!q.from) {
+            rows.emplace_back(); // one row, no columns
+        } else if (is_system_table(*q.from)) {
+            if (q.final)
+                throw sim_error{181, "Storage " + *q.from + " doesn't support FINAL"};
+            read_system_table(s_, *q.from, scratch, rows);
+        } else {
+            const table& t = s_.lookup(*q.from);
+            src = &t;
+            std::vector<row> all = visible_rows(s_, t, q_.sequential);
+            if (q.final)
+                all = collapse(t, std::move(all));
+            for (auto& r : all)
+                rows.push_back(std::move(r.cells));
+        }
+        const evaluator eval = s_.eval();
+        // Every expression once up front, so a missing column or function
+        // fails even where no row reaches it.
+        const std::vector<value> probe(src->columns.size());
+        if (q.where)
+            eval(*q.where, *src, probe);
+        for (const auto& o : q.order)
+            eval(o.e, *src, probe);
+        if (q.where)
+            std::erase_if(rows, [&](const std::vector<value>& r) { return !truthy(eval(*q.where, *src, r)); });
+        if (!q.order.empty())
+            std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+                for (const auto& o : q.order) {
+                    auto c = compare(eval(o.e, *src, a), eval(o.e, *src, b));
+                    if (int ci = c ? *c : 0; ci != 0)
+                        return o.descending ? ci > 0 : ci < 0;
+                }
+                return false;
+            });
+        for (const auto& it : q.items)
+            if (it.aggregate != select_item::count)
+                eval(it.e, *src, rows.empty() ? probe : rows.front());
+
+        selection out;
+        for (const auto& it : q.items)
+            out.columns.push_back({it.name, result_type(it, *src)});
+        const bool aggregate = std::any_of(q.items.begin(), q.items.end(),
+                                           [](const select_item& it) { return it.aggregate != select_item::none; });
+        if (aggregate)
+            out.rows.push_back(aggregates(q.items, *src, rows, eval));
+        else
+            project(q, *src, rows, eval, out.rows);
+        if (q.limit && static_cast<std::int64_t>(out.rows.size()) > *q.limit)
+            out.rows.resize(static_cast<std::size_t>(*q.limit));
+        return out;
+    }
+
+private:
+    /// The column type a result is written as: a bare column's (or max/min
+    /// of one), DateTime for toDateTime(…); none for other expressions.
+    static std::string result_type(const select_item& it, const table& src) {
+        if (it.e.kind == expr::column && it.aggregate != select_item::count)
+            if (auto idx = src.find(it.e.name))
+                return src.columns[*idx].type;
+        if (it.e.kind == expr::call && upper(it.e.name) == "TODATETIME")
+            return "DateTime";
+        return {};
+    }
+
+    /// One row of aggregates over `rows` (no GROUP BY).
+    std::vector<value> aggregates(const std::vector<select_item>& items, const table& src,
+                                  const std::vector<std::vector<value>>& rows, const evaluator& eval) const {
+        std::vector<value> r;
+        for (const auto& it : items) {
+            if (it.aggregate == select_item::none)
+                not_understood(sql_); // a column beside an aggregate needs GROUP BY, not modelled
+            if (it.aggregate == select_item::count) {
+                value v = value::of_number(static_cast<std::int64_t>(rows.size()));
+                v.quoted64 = true;
+                r.push_back(v);
+                continue;
+            }
+            std::optional<value> best;
+            for (const auto& row : rows) {
+                value v = eval(it.e, src, row);
+                if (!best) {
+                    best = std::move(v);
+                    continue;
+                }
+                if (it.aggregate == select_item::any)
+                    continue;
+                if (auto c = compare(v, *best); c && (it.aggregate == select_item::max ? *c > 0 : *c < 0))
+                    best = std::move(v);
+            }
+            if (!best) { // no rows: the type's default (0, the epoch, '')
+                best = value::of_number(0);
+                if (it.e.kind == expr::column)
+                    if (auto idx = src.find(it.e.name);
+                        idx && src.columns[*idx].type.find("String") != std::string::npos)
+                        best = value::of_text("");
+            }
+            r.push_back(*best);
+        }
+        return r;
+    }
+
+    /// The items of every row; DISTINCT drops repeated result rows.
+    void project(const select_query& q, const table& src, const std::vector<std::vector<value>>& rows,
+                 const evaluator& eval, std::vector<std::vector<value>>& out) const {
+        std::set<std::vector<std::string>> seen;
+        for (const auto& row : rows) {
+            std::vector<value> r;
+            for (const auto& it : q.items)
+                r.push_back(eval(it.e, src, row));
+            if (q.distinct) {
+                std::vector<std::string> key;
+                for (const auto& v : r)
+                    key.push_back(std::to_string(v.kind) + ":" + v.s + ":" + std::to_string(v.n));
+                if (!seen.insert(key).second)
+                    continue;
+            }
+            out.push_back(std::move(r));
+        }
+    }
+
+    server_state& s_;
+    const quorum_settings& q_;
+    const std::string& sql_;
+};
+
+} // namespace chstate::detail::sim
