@@ -116,6 +116,7 @@ struct outcome {
 
 struct operation {
     const char* name;
+    bool needs_lease;
     /// Before the operation, untouched by the script (stored states, a lease).
     std::function<void(harness&)> setup;
     /// Starts it; `done(ec)` when it completes.
@@ -144,34 +145,34 @@ std::vector<operation> operations() {
     auto none = [](harness&) {};
     using done_fn = std::function<void(error_code)>;
     return {
-        {"ensure_schema", none, [](harness& h, done_fn d) { h.store->async_ensure_schema(bound<>(h, d)); }},
-        {"get", stored, [](harness& h, done_fn d) { h.store->async_get("job", bound<std::optional<state>>(h, d)); }},
-        {"set", none, [](harness& h, done_fn d) { h.store->async_set(job(R"({"n":2})"), bound<>(h, d)); }},
-        {"update (partial)", stored,
+        {"ensure_schema", false, none, [](harness& h, done_fn d) { h.store->async_ensure_schema(bound<>(h, d)); }},
+        {"get", false, stored, [](harness& h, done_fn d) { h.store->async_get("job", bound<std::optional<state>>(h, d)); }},
+        {"set", false, none, [](harness& h, done_fn d) { h.store->async_set(job(R"({"n":2})"), bound<>(h, d)); }},
+        {"update (partial)", false, stored,
          [](harness& h, done_fn d) { h.store->async_update(job(R"({"m":2})"), bound<state>(h, d)); }},
-        {"update (complete)", stored,
+        {"update (complete)", false, stored,
          [](harness& h, done_fn d) {
              h.store->async_update(state{"job", {}, json::object{{"n", 3}}}, bound<state>(h, d));
          }},
-        {"delete_state", stored, [](harness& h, done_fn d) { h.store->async_delete_state("job", bound<>(h, d)); }},
-        {"clear", stored, [](harness& h, done_fn d) { h.store->async_clear("job", bound<>(h, d)); }},
-        {"clear_all", stored, [](harness& h, done_fn d) { h.store->async_clear_all(bound<std::uint64_t>(h, d)); }},
-        {"state_ids", stored,
+        {"delete_state", false, stored, [](harness& h, done_fn d) { h.store->async_delete_state("job", bound<>(h, d)); }},
+        {"clear", false, stored, [](harness& h, done_fn d) { h.store->async_clear("job", bound<>(h, d)); }},
+        {"clear_all", false, stored, [](harness& h, done_fn d) { h.store->async_clear_all(bound<std::uint64_t>(h, d)); }},
+        {"state_ids", false, stored,
          [](harness& h, done_fn d) { h.store->async_state_ids("j*", bound<std::vector<std::string>>(h, d)); }},
-        {"get_all", stored,
+        {"get_all", false, stored,
          [](harness& h, done_fn d) { h.store->async_get_all([](state&&) {}, bound<std::uint64_t>(h, d)); }},
-        {"set_all", stored,
+        {"set_all", false, stored,
          [](harness& h, done_fn d) {
              h.store->async_set_all({job(R"({"n":4})"), state{"other", {{"x", 1}}, {}}}, bound<>(h, d));
          }},
-        {"copy", stored, [](harness& h, done_fn d) { h.store->async_copy("job", "copied", bound<>(h, d)); }},
-        {"move", stored, [](harness& h, done_fn d) { h.store->async_move("job", "moved", bound<>(h, d)); }},
-        {"merge", [](harness& h) {
+        {"copy", false, stored, [](harness& h, done_fn d) { h.store->async_copy("job", "copied", bound<>(h, d)); }},
+        {"move", false, stored, [](harness& h, done_fn d) { h.store->async_move("job", "moved", bound<>(h, d)); }},
+        {"merge", false, [](harness& h) {
              h.store->async_set(state{"src", {{"s", 1}}, {}}, [](error_code) {});
              h.run();
          },
          [](harness& h, done_fn d) { h.store->async_merge("src", "job", bound<state>(h, d)); }},
-        {"acquire_lock", none,
+        {"acquire_lock", false, none,
          [](harness& h, done_fn d) {
              h.store->async_acquire_lock("job", asio::bind_cancellation_slot(
                                                     h.signal.slot(), [&h, d](error_code ec, store_t::lock_lease l) {
@@ -180,11 +181,11 @@ std::vector<operation> operations() {
                                                         d(ec);
                                                     }));
          }},
-        {"set(lease)", with_lease,
+        {"set(lease)", true, with_lease,
          [](harness& h, done_fn d) { h.store->async_set(*h.lease, job(R"({"n":5})"), bound<>(h, d)); }},
-        {"lease.renew", with_lease, [](harness& h, done_fn d) { h.lease->async_renew(bound<>(h, d)); }},
-        {"lease.verify", with_lease, [](harness& h, done_fn d) { h.lease->async_verify(bound<>(h, d)); }},
-        {"lease.release", with_lease, [](harness& h, done_fn d) { h.lease->async_release(bound<>(h, d)); }},
+        {"lease.renew", true, with_lease, [](harness& h, done_fn d) { h.lease->async_renew(bound<>(h, d)); }},
+        {"lease.verify", true, with_lease, [](harness& h, done_fn d) { h.lease->async_verify(bound<>(h, d)); }},
+        {"lease.release", true, with_lease, [](harness& h, done_fn d) { h.lease->async_release(bound<>(h, d)); }},
     };
 }
 
@@ -253,7 +254,12 @@ std::string describe(const char* op, dialect d, lock_mode m, const char* what, i
 }
 
 void sweep(dialect d, lock_mode m, sweep_totals& t) {
+    // strict on 18.16 refuses every lock (errc::unsupported, asserted below
+    // for acquire_lock, update, clear…): no lease exists there to operate on.
+    const bool no_leases = m == lock_mode::strict && d == dialect::v18_16;
     for (const operation& op : operations()) {
+        if (no_leases && op.needs_lease)
+            continue;
         ++t.operations;
         const run_result base = run_once(d, m, op, 0, injected::nothing, 0);
         INFO(describe(op.name, d, m, "untouched", 0, base));
@@ -314,7 +320,7 @@ void sweep(dialect d, lock_mode m, sweep_totals& t) {
 TEST_SUITE("unit") {
     TEST_CASE("fault injection and cancellation at every statement and wait of every operation") {
         sweep_totals t;
-        for (dialect d : {dialect::modern})
+        for (dialect d : {dialect::modern, dialect::v18_16})
             for (lock_mode m : {lock_mode::seed_compatible, lock_mode::strict})
                 sweep(d, m, t);
         std::printf("fault-injection: operations=%d points=%d unhandled=%d leaked=%d\n", t.operations,

@@ -19,7 +19,7 @@
 
 #include <chstate/manual_clock.hpp>
 #include <chstate/transport.hpp>
-#include <chstate/transport/simulated.hpp>
+#include <chstate/testing/simulated.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>

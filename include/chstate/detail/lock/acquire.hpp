@@ -12,7 +12,8 @@
 #include <chstate/detail/lock/seed.hpp>
 #include <chstate/detail/schema.hpp>
 
-#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 
 #include <variant>
 
@@ -70,21 +71,26 @@ inline error_code check_lease_settings(const session& s, diagnostics& diag) {
     return {};
 }
 
+/// How long after lock.timeout the race ends an acquire still in a
+/// statement or a settle wait: enough that a round ending exactly at the
+/// deadline reports it itself.
+inline constexpr duration acquire_deadline_slack{1};
+
 /// Acquires the lock of `id`, within lock.timeout.
 inline op<held_lock> acquire(session& s, const std::string& id, diagnostics& diag) {
     if (auto ec = check_id(id, diag))
         co_return std::tuple{ec, held_lock{}};
     if (auto [ec] = co_await prepare(s, diag); ec)
         co_return std::tuple{ec, held_lock{}};
-    const auto protocol = s.known()->lock;
-    if (protocol == lock_protocol::strict_unsupported) {
+    const auto mode = s.known()->lock;
+    if (mode == lock_protocol::strict_unsupported) {
         const auto& f = s.sql().features();
         co_return std::tuple{fail(diag, errc::unsupported,
                                   "lock_mode::strict needs insert_deduplication_token (ClickHouse 22.2 or later); "
                                   "the server is " + std::to_string(f.major) + "." + std::to_string(f.minor)),
                              held_lock{}};
     }
-    if (protocol == lock_protocol::strict)
+    if (mode == lock_protocol::strict)
         if (auto ec = check_lease_settings(s, diag))
             co_return std::tuple{ec, held_lock{}};
     const bool stop = co_await cancelled();
@@ -92,15 +98,23 @@ inline op<held_lock> acquire(session& s, const std::string& id, diagnostics& dia
         co_return std::tuple{make_error_code(asio::error::operation_aborted), held_lock{}};
     const duration timeout = s.options().lock.timeout;
     const time_point deadline = s.now() + timeout;
-    using namespace asio::experimental::awaitable_operators;
     // The protocol's own rounds end at the deadline (its message says so);
-    // the race ends the one a statement or settle wait holds past it.
-    auto first = co_await (run_protocol(s, id, deadline, diag) || deadline_wait(s, timeout + duration(1)));
-    if (first.index() == 0)
-        co_return std::move(std::get<0>(first));
-    // The deadline passed with the protocol still running (a statement in
-    // flight, or a wait): it has been cancelled and has cleaned up.
-    if (auto [wec] = std::get<1>(first); wec) // the wait itself was cancelled: so were we
+    // the race ends one that a statement or settle wait holds past it.
+    // Both results are kept: a protocol that won just as the race ended (or
+    // as the caller cancelled) hands its lease over — never drops it.
+    auto ex = co_await asio::this_coro::executor;
+    auto [order, protocol_failed, protocol, wait_failed, waited] =
+        co_await asio::experimental::make_parallel_group(
+            asio::co_spawn(ex, run_protocol(s, id, deadline, diag), asio::deferred),
+            asio::co_spawn(ex, deadline_wait(s, timeout + acquire_deadline_slack), asio::deferred))
+            .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+    if (protocol_failed || wait_failed) // neither throws: a bug, or bad_alloc
+        std::rethrow_exception(protocol_failed ? protocol_failed : wait_failed);
+    auto& [ec, held] = protocol;
+    if (order[0] == 0 || !ec)
+        co_return std::tuple{ec, std::move(held)};
+    // The wait ended first: the deadline passed, or the caller cancelled.
+    if (auto [wec] = waited; wec)
         co_return std::tuple{wec, held_lock{}};
     co_return std::tuple{could_not_acquire(diag, id, "lock.timeout of " + std::to_string(timeout.count()) +
                                                          " ms passed"),
