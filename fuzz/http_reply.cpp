@@ -1,4 +1,4 @@
-// Fuzz target: reading ClickHouse's HTTP replies (transport/http.hpp helpers,
+// Fuzz target: reading ClickHouse's HTTP replies (detail/http/reply.hpp,
 // detail/server_error.hpp) and Beast's response parser configured as
 // http_transport configures it.
 //
@@ -8,10 +8,11 @@
 // Properties:
 //   * the reply read through a response_parser<buffer_body> with no body
 //     limit, from a stream handing out a few bytes per read and into a
-//     small body buffer (http.hpp's loop through detail::body_feeder:
-//     need_buffer is not an error), gives the same status, headers, body
-//     and success as Beast's own http::read reading it whole, and never
-//     trips an assertion in Beast (this file is built with assertions on);
+//     small body buffer (detail/http/exchange.ipp's loop through
+//     detail::body_feeder: need_buffer is not an error), gives the same
+//     status, headers, body and success as Beast's own http::read reading
+//     it whole, and never trips an assertion in Beast (this file is built
+//     with assertions on);
 //   * keep_alive_timeout, exception_code and find_body_exception equal
 //     independent readers written here; keep_alive_timeout is never
 //     negative and at most a day (it overflowed for huge N: see
@@ -26,7 +27,9 @@
 //     (else the body's) and ClickHouse's text.
 #include "fuzz_common.hpp"
 
-#include <chstate/transport/http.hpp>
+#include <chstate/detail/body_feeder.hpp>
+#include <chstate/detail/http/reply.hpp>
+#include <chstate/detail/server_error.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/_experimental/test/stream.hpp>
@@ -190,7 +193,7 @@ void take_head(const Message& m, parsed& p) {
     p.keep_alive = m.keep_alive();
 }
 
-/// http_transport::read_body_some, synchronously.
+/// detail::read_body_some (detail/http/exchange.ipp), synchronously.
 template <class Parser>
 beast::error_code read_body_some(beast::test::stream& ts, beast::flat_buffer& buffer, Parser& parser,
                                  chstate::detail::body_feeder& feeder) {
@@ -210,7 +213,7 @@ beast::error_code read_body_some(beast::test::stream& ts, beast::flat_buffer& bu
     }
 }
 
-/// As http_transport::exchange reads: read_header, then read into a
+/// As detail::exchange (detail/http/exchange.ipp) reads: read_header, then read into a
 /// buffer_body buffer until done through detail::body_feeder, need_buffer
 /// not being an error. (Beast before 1.86 asserted here when the last
 /// chunk's "0\r\n" and the next byte came in separate reads: see

@@ -10,11 +10,13 @@
 // so (never skips).
 #include "support.hpp"
 
+#include <chstate/detail/http/request.hpp>
 #include <chstate/open.hpp>
 #include <chstate/transport/http.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/thread_pool.hpp>
 #ifndef CHSTATE_NO_TLS
 #include <openssl/ssl.h>

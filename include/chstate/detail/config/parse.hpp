@@ -1,7 +1,7 @@
 // chstate/detail/config/parse.hpp — the pieces of text config reads from a
 // URI and from the environment alike: ports, durations, booleans, host
-// names and lists, cluster settings; and the endpoint list. Used by
-// detail/config/uri.ipp and environment.ipp (and so compiled where they are).
+// names and lists, cluster settings. Used by detail/config/uri.ipp and
+// environment.ipp (and so compiled where they are).
 #pragma once
 
 #include <chstate/config.hpp>
@@ -20,31 +20,7 @@
 #include <string_view>
 #include <vector>
 
-namespace chstate::detail {
-
-/// Every endpoint in order: `host`:`port` first (they win over a stale
-/// list[0]), then list[1…]. An empty list is host:port alone.
-inline std::vector<endpoint> endpoint_list(const std::string& host, std::uint16_t port,
-                                           const std::vector<endpoint>& list) {
-    std::vector<endpoint> out;
-    out.push_back({host, port});
-    for (std::size_t i = 1; i < list.size(); ++i)
-        out.push_back(list[i]);
-    return out;
-}
-
-/// "h1:p1,h2:p2" with IPv6 hosts in brackets (for messages and logs).
-inline std::string endpoints_text(const std::vector<endpoint>& eps) {
-    std::string out;
-    for (const auto& e : eps) {
-        if (!out.empty())
-            out += ',';
-        out += host_port(e.host, e.port);
-    }
-    return out;
-}
-
-namespace config_text {
+namespace chstate::detail::config_text {
 
 /// The hosts of an authority's host part, split at each ',' outside brackets.
 inline std::vector<std::string_view> split_hosts(std::string_view hosts) {
@@ -197,6 +173,4 @@ inline std::optional<std::string> set_cluster(cluster_options& o, std::string_vi
     return std::nullopt;
 }
 
-} // namespace config_text
-
-} // namespace chstate::detail
+} // namespace chstate::detail::config_text

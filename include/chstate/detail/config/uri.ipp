@@ -6,6 +6,7 @@
 
 #include <chstate/config.hpp>
 #include <chstate/detail/config/checks.hpp>
+#include <chstate/detail/config/endpoints.hpp>
 #include <chstate/detail/config/parse.hpp>
 
 #include <boost/url/parse.hpp>
