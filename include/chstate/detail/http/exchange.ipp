@@ -11,6 +11,7 @@
 #include <chstate/detail/http/pool.hpp>
 #include <chstate/detail/http/reply.hpp>
 #include <chstate/detail/http/request.hpp>
+#include <chstate/detail/http/stream.hpp>
 #include <chstate/detail/separate_compilation.hpp>
 #include <chstate/detail/server_error.hpp>
 #include <chstate/error.hpp>
@@ -98,12 +99,13 @@ CHSTATE_DECL error_code fail_or_interrupt(const http_op_state& st, error_code fa
     return fallback;
 }
 
+using response_parser = http::response_parser<http::buffer_body>;
+
 /// Reads and parses body bytes until the parser makes progress, fills
 /// the body buffer (need_buffer) or fails; detail::body_feeder says
 /// why this is not http::async_read.
-template <class Stream, class Parser>
-asio::awaitable<error_code> read_body_some(Stream& stream, beast::flat_buffer& buffer, Parser& parser,
-                                           body_feeder& feeder) {
+CHSTATE_DECL asio::awaitable<error_code> read_body_some(connection_stream& stream, beast::flat_buffer& buffer,
+                                                        response_parser& parser, body_feeder& feeder) {
     for (;;) {
         while (buffer.size() < feeder.wanted()) {
             auto [ec, n] = co_await stream.async_read_some(buffer.prepare(body_feeder::read_size), as_tuple_awaitable);
@@ -119,15 +121,47 @@ asio::awaitable<error_code> read_body_some(Stream& stream, beast::flat_buffer& b
     }
 }
 
-using response_parser = http::response_parser<http::buffer_body>;
+/// Where a reply's body goes as it is read: with status 200, through the
+/// held-back tail to the sink; with another status, the first 64 KiB are
+/// kept for the error message (read_error_reply).
+class reply_body {
+public:
+    reply_body(bool ok, bool status_final, const result_sink& sink) noexcept
+        : ok_(ok), tail_(status_final), sink_(sink) {}
 
-/// Reads the rest of the body, 64 KiB at a time, handing each piece to
-/// `take`, which may refuse it with an error (the exchange is then
-/// abandoned: the connection is in an unknown state). False, with r.ec
-/// set, when the body did not complete.
-template <class Stream, class Take>
-asio::awaitable<bool> read_body(Stream& stream, http_connection& c, const http_op_state& st, response_parser& parser,
-                                exchange_result& r, diagnostics& diag, Take take) {
+    /// Takes the next bytes of the body. An error (the sink's) abandons
+    /// the reply: the connection is then in an unknown state.
+    error_code take(std::string_view bytes) {
+        if (!ok_) {
+            error_text_.append(bytes.substr(0, error_text_limit - std::min(error_text_.size(), error_text_limit)));
+            return {};
+        }
+        const std::string_view ready = tail_.put(bytes);
+        if (ready.empty())
+            return {};
+        delivered_ = true;
+        return sink_(ready);
+    }
+
+    /// Reply data reached the sink.
+    bool delivered() const noexcept { return delivered_; }
+    held_back_tail& tail() noexcept { return tail_; }
+    const std::string& error_text() const noexcept { return error_text_; }
+
+private:
+    static constexpr std::size_t error_text_limit = 64 * 1024;
+    bool ok_;
+    bool delivered_ = false;
+    held_back_tail tail_;
+    std::string error_text_;
+    const result_sink& sink_;
+};
+
+/// Reads the rest of the body into `body`, 64 KiB at a time. False, with
+/// r.ec set, when it did not complete.
+CHSTATE_DECL asio::awaitable<bool> read_body(connection_stream& stream, http_connection& c, const http_op_state& st,
+                                             response_parser& parser, reply_body& body, exchange_result& r,
+                                             diagnostics& diag) {
     std::vector<char> buf(64 * 1024);
     body_feeder feeder;
     while (!parser.is_done()) {
@@ -146,7 +180,9 @@ asio::awaitable<bool> read_body(Stream& stream, http_connection& c, const http_o
             co_return false;
         }
         const std::size_t got = buf.size() - parser.get().body().size;
-        if ((r.ec = take(std::string_view(buf.data(), got))))
+        r.ec = body.take(std::string_view(buf.data(), got));
+        r.delivered = body.delivered();
+        if (r.ec)
             co_return false;
     }
     co_return true;
@@ -154,10 +190,10 @@ asio::awaitable<bool> read_body(Stream& stream, http_connection& c, const http_o
 
 /// Sends the request and streams the reply on one connection.
 /// `status_final`: wait_end_of_query=1 was sent (held_back_tail).
-template <class Stream>
-asio::awaitable<exchange_result> exchange(Stream& stream, http_connection& c, const http_op_state& st,
-                                          const http_request& req, const bool status_final,
-                                          const result_sink& sink, diagnostics& diag) {
+CHSTATE_DECL asio::awaitable<exchange_result> exchange(connection_stream& stream, http_connection& c,
+                                                       const http_op_state& st, const http_request& req,
+                                                       const bool status_final, const result_sink& sink,
+                                                       diagnostics& diag) {
     exchange_result r;
     auto [wec, wn] = co_await http::async_write(stream, req, as_tuple_awaitable);
     r.request_sent = wn > 0;
@@ -188,25 +224,8 @@ asio::awaitable<exchange_result> exchange(Stream& stream, http_connection& c, co
         co_return r;
     }
 
-    held_back_tail tail(status_final); // status 200: the data, its tail held back
-    std::string error_text;            // another status: what the server says, at most 64 KiB of it
-    constexpr std::size_t error_text_limit = 64 * 1024;
-    bool complete = false;
-    if (ok) {
-        complete = co_await read_body(stream, c, st, parser, r, diag, [&](std::string_view bytes) -> error_code {
-            const std::string_view ready = tail.put(bytes);
-            if (ready.empty())
-                return {};
-            r.delivered = true;
-            return sink(ready);
-        });
-    } else {
-        complete = co_await read_body(stream, c, st, parser, r, diag, [&](std::string_view bytes) -> error_code {
-            error_text.append(bytes.substr(0, error_text_limit - std::min(error_text.size(), error_text_limit)));
-            return {};
-        });
-    }
-    if (!complete)
+    reply_body body(ok, status_final, sink);
+    if (!co_await read_body(stream, c, st, parser, body, r, diag))
         co_return r;
 
     // Keep-alive bookkeeping.
@@ -222,13 +241,13 @@ asio::awaitable<exchange_result> exchange(Stream& stream, http_connection& c, co
             code_header = std::string_view(h->value().data(), h->value().size());
         const auto reason = head.reason();
         auto reply = read_error_reply(head.result_int(), std::string_view(reason.data(), reason.size()), code_header,
-                                      error_text);
+                                      body.error_text());
         r.ec = error_reply_code(head.result_int(), reply);
         r.not_parsed = not_parsed(head.result_int(), reply);
         diag.message = std::move(reply.message);
         co_return r;
     }
-    const auto end = tail.finish();
+    const auto end = body.tail().finish();
     if (end.has_exception) {
         diag.message = std::string(trim_message(end.exception));
         auto code = exception_code(end.exception);

@@ -262,13 +262,8 @@ CHSTATE_DECL asio::awaitable<error_code> run_statement(std::shared_ptr<http_pool
         st->conn = conn.get();
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         st->arm(std::max(left, std::chrono::milliseconds(1)), st);
-        exchange_result r;
-#ifndef CHSTATE_NO_TLS
-        if (conn->tls)
-            r = co_await exchange(*conn->tls, *conn, *st, req, status_final, sink, *diag);
-        else
-#endif
-            r = co_await exchange(conn->socket, *conn, *st, req, status_final, sink, *diag);
+        connection_stream stream(*conn); // TLS or TCP
+        const exchange_result r = co_await exchange(stream, *conn, *st, req, status_final, sink, *diag);
         st->watchdog.cancel();
         st->conn = nullptr;
         const bool interrupted = st->cancelled || st->timed_out;
