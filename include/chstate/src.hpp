@@ -14,7 +14,8 @@
 #pragma once
 
 #ifndef CHSTATE_SEPARATE_COMPILATION
-#error "chstate/src.hpp is for programs that define CHSTATE_SEPARATE_COMPILATION in every file; without it chstate is header-only and needs no source file"
+#error "chstate/src.hpp is for programs that define CHSTATE_SEPARATE_COMPILATION in every file; \
+without it chstate is header-only and needs no source file"
 #endif
 
 #include <chstate/detail/config/environment.ipp>

@@ -210,8 +210,8 @@ CHSTATE_DECL asio::awaitable<exchange_result> exchange(connection_stream& stream
     r.response_started = hn > 0 || c.buffer.size() != before || parser.got_some();
     r.io_failed = bool(hec);
     if (hec || st.cancelled || st.timed_out) {
-        r.ec = fail_or_interrupt(st, make_error_code(r.response_started ? errc::protocol_error : errc::connection_failed),
-                                 diag, "reading the reply failed: " + hec.message());
+        const auto fallback = r.response_started ? errc::protocol_error : errc::connection_failed;
+        r.ec = fail_or_interrupt(st, make_error_code(fallback), diag, "reading the reply failed: " + hec.message());
         co_return r;
     }
     const auto& head = parser.get();
