@@ -1,4 +1,4 @@
-// Fuzz target: reading ClickHouse's HTTP replies (transport/http.hpp helpers,
+// Fuzz target: reading ClickHouse's HTTP replies (detail/http/reply.hpp,
 // detail/server_error.hpp) and Beast's response parser configured as
 // http_transport configures it.
 //
@@ -8,10 +8,11 @@
 // Properties:
 //   * the reply read through a response_parser<buffer_body> with no body
 //     limit, from a stream handing out a few bytes per read and into a
-//     small body buffer (http.hpp's loop through detail::body_feeder:
-//     need_buffer is not an error), gives the same status, headers, body
-//     and success as Beast's own http::read reading it whole, and never
-//     trips an assertion in Beast (this file is built with assertions on);
+//     small body buffer (detail/http/exchange.ipp's loop through
+//     detail::body_feeder: need_buffer is not an error), gives the same
+//     status, headers, body and success as Beast's own http::read reading
+//     it whole, and never trips an assertion in Beast (this file is built
+//     with assertions on);
 //   * keep_alive_timeout, exception_code and find_body_exception equal
 //     independent readers written here; keep_alive_timeout is never
 //     negative and at most a day (it overflowed for huge N: see
@@ -21,17 +22,23 @@
 //     or ends with a space, and stays within its limit (plus "…");
 //   * read_error_reply: a reply that is not ClickHouse's exception (no
 //     X-ClickHouse-Exception-Code header, body not starting with "Code: N"
-//     naming a DB::Exception) has no code and a message with no control
-//     character and of bounded size; one that is has the header's code
-//     (else the body's) and ClickHouse's text.
+//     naming a DB::Exception or Coordination::Exception) has no code and a
+//     message with no control character and of bounded size; one that is
+//     has the header's code (else the body's) and ClickHouse's text.
+// (The readers here learnt Coordination::Exception after the library did:
+// corpus/http_reply/coordination_exception_line is the input that showed it.)
 #include "fuzz_common.hpp"
 
-#include <chstate/transport/http.hpp>
+#include <chstate/detail/body_feeder.hpp>
+#include <chstate/detail/http/reply.hpp>
+#include <chstate/detail/server_error.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/_experimental/test/stream.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/dynamic_body.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 
 #include <climits>
@@ -71,6 +78,13 @@ std::optional<int> ref_exception_code(std::string_view t) {
     return static_cast<int>(n);
 }
 
+/// ClickHouse's exception classes: DB::Exception, and ZooKeeper's
+/// Coordination::Exception (code 999 on a replicated table).
+bool ref_names_exception(std::string_view t) {
+    return t.find("DB::Exception") != std::string_view::npos ||
+           t.find("Coordination::Exception") != std::string_view::npos;
+}
+
 std::size_t ref_find_body_exception(std::string_view t) {
     if (auto m = t.find("__exception__"); m != std::string_view::npos)
         return m;
@@ -78,7 +92,7 @@ std::size_t ref_find_body_exception(std::string_view t) {
     for (std::size_t p = 0; p + 6 <= t.size(); ++p) {
         if (t.compare(p, 6, "Code: ") != 0 || (p > 0 && t[p - 1] != '\n'))
             continue;
-        if (ref_exception_code(t.substr(p)) && t.find("DB::Exception", p) != std::string_view::npos)
+        if (ref_exception_code(t.substr(p)) && ref_names_exception(t.substr(p)))
             found = p; // the last one
     }
     return found;
@@ -149,7 +163,7 @@ void check_error_reply(unsigned status, std::string_view reason, std::optional<s
     while (!start.empty() && (start.front() == ' ' || start.front() == '\r' || start.front() == '\n'))
         start.remove_prefix(1);
     const bool clickhouse = code_header || (start.starts_with("Code: ") && ref_exception_code(start) &&
-                                            start.find("DB::Exception") != std::string_view::npos);
+                                            ref_names_exception(start));
     const std::string where = "status " + std::to_string(status) + " body " + fuzz::show(body);
     if (!clickhouse) {
         FUZZ_CHECK(!r.code, where);
@@ -190,7 +204,7 @@ void take_head(const Message& m, parsed& p) {
     p.keep_alive = m.keep_alive();
 }
 
-/// http_transport::read_body_some, synchronously.
+/// detail::read_body_some (detail/http/exchange.ipp), synchronously.
 template <class Parser>
 beast::error_code read_body_some(beast::test::stream& ts, beast::flat_buffer& buffer, Parser& parser,
                                  chstate::detail::body_feeder& feeder) {
@@ -210,7 +224,7 @@ beast::error_code read_body_some(beast::test::stream& ts, beast::flat_buffer& bu
     }
 }
 
-/// As http_transport::exchange reads: read_header, then read into a
+/// As detail::exchange (detail/http/exchange.ipp) reads: read_header, then read into a
 /// buffer_body buffer until done through detail::body_feeder, need_buffer
 /// not being an error. (Beast before 1.86 asserted here when the last
 /// chunk's "0\r\n" and the next byte came in separate reads: see

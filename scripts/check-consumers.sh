@@ -7,7 +7,9 @@
 #                     temporary prefix; tests/consumers/cmake-package does
 #                     find_package(chstate) and links chstate::chstate (the
 #                     example) and chstate::http (tests/consumers/common/
-#                     http_check.cpp). libchdb.so is found where the installed
+#                     http_check.cpp; and http_check_separate, the same with
+#                     CHSTATE_SEPARATE_COMPILATION and common/chstate_src.cpp,
+#                     as the README shows). libchdb.so is found where the installed
 #                     chstate-fetch-chdb caches it (a per-user cache made here
 #                     from the repository's copy), with CHSTATE_CHDB_LIBRARY unset.
 #   add_subdirectory  tests/consumers/add-subdirectory: add_subdirectory(<repo>)
@@ -16,9 +18,9 @@
 #   pkg_config        g++ and `pkg-config --cflags --libs chstate` against the
 #                     CMake install; the object linked again with the Libs of
 #                     the chstate.pc a `meson install` writes
-# http_check runs one set/get round trip against CHSTATE_TEST_SERVER_DIR's
-# server when that is set (scripts/test.sh sets it), otherwise it only builds
-# its store (no request).
+# http_check (and http_check_separate) runs one set/get round trip against
+# CHSTATE_TEST_SERVER_DIR's server when that is set (scripts/test.sh sets
+# it), otherwise it only builds its store (no request).
 #
 # Nothing is downloaded: the engine is the repository's own
 # .cache/chdb/<version>/libchdb.so (scripts/fetch-chdb.sh; scripts/build.sh
@@ -153,6 +155,7 @@ consumer_cmake_package() {
   # The library must find the engine there by itself.
   run_example cmake-package "$b/resumable_pipeline" XDG_CACHE_HOME="$xdg"
   run_http_check "$b/http_check" consumer:cmake-package
+  run_http_check "$b/http_check_separate" consumer:cmake-package-separate
 }
 
 consumer_add_subdirectory() {

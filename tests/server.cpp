@@ -11,11 +11,13 @@
 #include "refusals_18_16.hpp"
 #include "support.hpp"
 
+#include <chstate/detail/http/request.hpp>
 #include <chstate/open.hpp>
 #include <chstate/transport/http.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/thread_pool.hpp>
 #ifndef CHSTATE_NO_TLS
 #include <openssl/ssl.h>

@@ -2,10 +2,15 @@
 // glob translation, reply parsing, configuration, errors and the manual clock.
 #include "support.hpp"
 
+#include <chstate/detail/http/reply.hpp>
+#include <chstate/detail/http/request.hpp>
 #include <chstate/detail/rows.hpp>
 #include <chstate/detail/server_error.hpp>
 #include <chstate/detail/statements.hpp>
 #include <chstate/transport/http.hpp>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 
 #include <doctest/doctest.h>
 

@@ -6,6 +6,7 @@
 #   readme_values           "Exact values" and the GCC 12 note, checked
 #   readme_simulated_time   the settle snippet, checked
 #   readme_simulated_job    the "testing your own code" program (its own checks)
+#   readme_separate         "Compiling chstate once": its own src.hpp, checked
 #   readme_http             against the test server in $CHSTATE_TEST_SERVER_DIR
 #                           (scripts/clickhouse-server.sh); fails without one
 # Prints each program's output, then
@@ -34,7 +35,7 @@ else
   fail "readme_quickstart: expected 'copy_users_after 0' then 'copy_users_after 10', got '$first' then '$second'"
 fi
 
-for program in readme_values readme_simulated_time readme_simulated_job; do
+for program in readme_values readme_simulated_time readme_simulated_job readme_separate; do
   ran=$((ran + 1))
   [[ $program != readme_simulated_job ]] || echo "readme simulated-job (the README's program):"
   "$bin/$program" || fail "$program exited with status $?"

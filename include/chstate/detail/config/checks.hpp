@@ -1,0 +1,73 @@
+// chstate/detail/config/checks.hpp — what every setting that travels is
+// checked for (control characters), and how host:port is written. Shared
+// by config (from_uri, from_environment) and the HTTP transport.
+#pragma once
+
+#include <chstate/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace chstate {
+
+namespace detail {
+
+/// The offset of the first control character (0x00–0x1F, 0x7F) in `v`, or npos.
+inline std::size_t find_control_character(std::string_view v) noexcept {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const auto c = static_cast<unsigned char>(v[i]);
+        if (c < 0x20 || c == 0x7F)
+            return i;
+    }
+    return std::string_view::npos;
+}
+
+/// Refuses a setting that holds a control character: errc::invalid_configuration,
+/// the message naming `what`. The value never appears in the message; for a
+/// `secret` (a password) not even the offending byte or its offset does.
+inline error_code check_no_control_characters(std::string_view what, std::string_view value, bool secret,
+                                              diagnostics& diag) {
+    const auto at = find_control_character(value);
+    if (at == std::string_view::npos)
+        return {};
+    static constexpr char hex[] = "0123456789ABCDEF";
+    const auto c = static_cast<unsigned char>(value[at]);
+    diag.message = std::string(what) + " contains a control character";
+    if (secret) {
+        diag.message += " (not shown)";
+    } else {
+        diag.message += " (0x";
+        diag.message += hex[c >> 4];
+        diag.message += hex[c & 15];
+        diag.message += " at byte " + std::to_string(at) + ")";
+    }
+    diag.message += "; control characters (0x00–0x1F, 0x7F) are refused";
+    return make_error_code(errc::invalid_configuration);
+}
+
+/// A host is an IPv6 literal when it holds a ':' (a name or IPv4 address never does).
+inline bool is_ipv6_literal(std::string_view host) noexcept {
+    return host.find(':') != std::string_view::npos;
+}
+
+/// host:port as a URI authority or an HTTP Host header writes it: an IPv6
+/// literal in brackets ("[::1]:8123").
+inline std::string host_port(std::string_view host, std::uint16_t port) {
+    std::string out;
+    if (is_ipv6_literal(host) && !(host.size() >= 2 && host.front() == '[' && host.back() == ']')) {
+        out += '[';
+        out += host;
+        out += ']';
+    } else {
+        out += host;
+    }
+    out += ':';
+    out += std::to_string(port);
+    return out;
+}
+
+} // namespace detail
+
+} // namespace chstate
