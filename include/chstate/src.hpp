@@ -6,8 +6,9 @@
 //     // chstate.cpp
 //     #include <chstate/src.hpp>
 //
-// That file compiles the configuration parsing (Boost.URL) and the HTTP
-// transport (Boost.Beast, and OpenSSL unless CHSTATE_NO_TLS is defined);
+// That file compiles the configuration parsing (Boost.URL), the HTTP
+// transport (Boost.Beast, and OpenSSL unless CHSTATE_NO_TLS is defined) and
+// the store's operations and lock protocols (coroutines over the session);
 // the program links what chstate::http names (README: "Using chstate in
 // your project"). Without the macro, the headers define everything and this
 // file is not used.
@@ -21,3 +22,25 @@ without it chstate is header-only and needs no source file"
 #include <chstate/detail/config/environment.ipp>
 #include <chstate/detail/config/uri.ipp>
 #include <chstate/detail/http/transport.ipp>
+// The store's session, operations and lock protocols. Their coroutines
+// hold lambdas; GCC warns (-Wsubobject-linkage) that a frame defined in an
+// included file has a member of a type with no linkage, which is harmless
+// here: these definitions exist in this one file only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsubobject-linkage"
+#endif
+#include <chstate/detail/session.ipp>
+#include <chstate/detail/deletes.ipp>
+#include <chstate/detail/schema.ipp>
+#include <chstate/detail/lock/seed.ipp>
+#include <chstate/detail/lock/strict.ipp>
+#include <chstate/detail/lock/fence.ipp>
+#include <chstate/detail/lock/acquire.ipp>
+#include <chstate/detail/lock/lease.ipp>
+#include <chstate/detail/ops/read.ipp>
+#include <chstate/detail/ops/write.ipp>
+#include <chstate/detail/ops/locked.ipp>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

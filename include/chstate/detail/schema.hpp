@@ -9,46 +9,15 @@
 // every replica, and a store must start while one is down).
 #pragma once
 
+#include <chstate/detail/separate_compilation.hpp>
+
 #include <chstate/detail/session.hpp>
 
 namespace chstate::detail {
 
 /// Cluster mode: the connected replica's shard size (system.clusters),
 /// hence the quorum, and the settings every statement is sent with.
-inline op<replication> learn_replication(session& s, diagnostics& diag) {
-    const cluster_options& c = s.options().cluster;
-    replication repl;
-    auto [ec, found] = co_await s.rows(statements::count_shard_replicas(c.name), diag);
-    if (ec)
-        co_return std::tuple{ec, repl};
-    const auto n = found.empty() ? std::nullopt : uint_field(found.front(), "n");
-    if (!n)
-        co_return std::tuple{fail(diag, errc::protocol_error, "the system.clusters count has no number"), repl};
-    if (*n == 0)
-        co_return std::tuple{fail(diag, errc::invalid_configuration,
-                                  "cluster \"" + c.name +
-                                      "\" is not in this server's system.clusters (remote_servers), "
-                                      "or the server is not one of its replicas"),
-                             repl};
-    const std::uint64_t quorum = c.insert_quorum ? c.insert_quorum : *n / 2 + 1;
-    if (quorum > *n)
-        co_return std::tuple{fail(diag, errc::invalid_configuration,
-                                  "insert_quorum " + std::to_string(quorum) + " is more than the " +
-                                      std::to_string(*n) + " replicas of this shard of cluster \"" + c.name + "\""),
-                             repl};
-    repl.cluster = c.name;
-    repl.zookeeper_path = c.zookeeper_path;
-    repl.replica = c.replica;
-    repl.settings = {{"insert_quorum", std::to_string(quorum)},
-                     {"insert_quorum_timeout", std::to_string(c.insert_quorum_timeout.count())},
-                     {"select_sequential_consistency", "1"}};
-    // Parallel quorum inserts (the default where the setting exists) leave
-    // a sequentially consistent read free to miss an acknowledged write:
-    // one quorum INSERT at a time, as on 18.16.
-    if (auto p = uint_field(found.front(), "p"); p && *p > 0)
-        repl.settings.push_back({"insert_quorum_parallel", "0"});
-    co_return std::tuple{error_code{}, std::move(repl)};
-}
+CHSTATE_DECL op<replication> learn_replication(session& s, diagnostics& diag);
 
 /// The protocol lock_mode asks for, on what the server can do.
 inline lock_protocol choose_lock_protocol(lock_mode mode, bool embedded_engine, const server_features& f) {
@@ -64,101 +33,17 @@ inline lock_protocol choose_lock_protocol(lock_mode mode, bool embedded_engine, 
 }
 
 /// Cluster mode: does the connected replica have every table of `r`?
-inline op<bool> has_every_table(session& s, const resolved& r, diagnostics& diag) {
-    const table_names& t = r.sql.tables();
-    std::vector<std::string> names{t.state_name, t.lock_name};
-    if (r.lock == lock_protocol::strict)
-        names.push_back(t.grant_name);
-    auto [ec, n] = co_await s.count(r.sql.count_existing_tables(names), diag);
-    co_return std::tuple{ec, !ec && n == names.size()};
-}
+CHSTATE_DECL op<bool> has_every_table(session& s, const resolved& r, diagnostics& diag);
 
 /// Creates the schema of `r` (IF NOT EXISTS, so racing stores are fine).
-inline op<> create_schema(session& s, const resolved& r, diagnostics& diag) {
-    const statements& sql = r.sql;
-    const bool cluster = sql.replicated().enabled();
-    std::vector<statement> ddl{sql.create_database(), sql.create_state_table(), sql.create_lock_table()};
-    if (r.lock == lock_protocol::strict)
-        ddl.push_back(sql.create_grant_table());
-    if (cluster) {
-        auto [ec, all_there] = co_await has_every_table(s, r, diag);
-        if (ec)
-            co_return std::tuple{ec};
-        if (all_there)
-            co_return std::tuple{error_code{}}; // no ON CLUSTER wait for every replica
-    }
-    bool timed_out = false;
-    for (statement& st : ddl) {
-        if (cluster)
-            st.settings.push_back({"distributed_ddl_task_timeout",
-                                   std::to_string(std::max<long long>(1, s.options().cluster.ddl_timeout.count()))});
-        auto [ec] = co_await s.execute(std::move(st), diag);
-        if (cluster && ec == make_clickhouse_error(clickhouse_code::timeout_exceeded)) {
-            // A replica did not run it in time (it is down); the rest did,
-            // and it will from the DDL queue when it is back.
-            timed_out = true;
-            continue;
-        }
-        // A concurrent creator may win the race between IF NOT EXISTS and CREATE.
-        if (ec && ec != make_clickhouse_error(clickhouse_code::table_already_exists) &&
-            ec != make_clickhouse_error(clickhouse_code::database_already_exists))
-            co_return std::tuple{ec};
-    }
-    if (timed_out) {
-        const std::string why = diag.message;
-        auto [ec, all_there] = co_await has_every_table(s, r, diag);
-        if (ec)
-            co_return std::tuple{ec};
-        if (!all_there)
-            co_return std::tuple{fail(diag, errc::replicas_unavailable,
-                                      "creating the tables ON CLUSTER " + s.options().cluster.name +
-                                          " did not finish within " +
-                                          std::to_string(s.options().cluster.ddl_timeout.count()) +
-                                          " s (cluster_options::ddl_timeout), and the connected replica lacks "
-                                          "some: " + why)};
-    }
-    co_return std::tuple{error_code{}};
-}
+CHSTATE_DECL op<> create_schema(session& s, const resolved& r, diagnostics& diag);
 
 /// Learns the server and creates the schema the first time; afterwards
 /// does nothing. Concurrent first operations may both do it (harmless).
-inline op<> ready(session& s, diagnostics& diag) {
-    if (s.known())
-        co_return std::tuple{error_code{}};
-    std::string version;
-    auto [ec] = co_await s.execute(
-        statements::select_version(),
-        [&](std::string_view chunk) {
-            version.append(chunk);
-            if (version.size() > 256) // "18.16.1\n": anything longer is not a version
-                return fail(diag, errc::protocol_error, "the server's version() reply is over 256 bytes");
-            return error_code{};
-        },
-        diag);
-    if (ec)
-        co_return std::tuple{ec};
-    while (!version.empty() && (version.back() == '\n' || version.back() == '\r'))
-        version.pop_back();
-    replication repl;
-    if (!s.options().cluster.name.empty()) {
-        auto [cec, learnt] = co_await learn_replication(s, diag);
-        if (cec)
-            co_return std::tuple{cec};
-        repl = std::move(learnt);
-    }
-    const store_options& o = s.options();
-    const auto features = server_features::from_version(version);
-    auto r = std::make_shared<resolved>(resolved{
-        .sql = statements(table_names(o.schema, o.table), features, o.versions == write_versions::monotonic,
-                          std::move(repl)),
-        .lock = choose_lock_protocol(o.lock.mode, s.eng().traits().embedded_engine, features),
-    });
-    // Sent before the session knows the server: the DDL and its checks go
-    // without the cluster's quorum settings, which are for reads and writes.
-    if (auto [dec] = co_await create_schema(s, *r, diag); dec)
-        co_return std::tuple{dec};
-    s.settle(std::move(r));
-    co_return std::tuple{error_code{}};
-}
+CHSTATE_DECL op<> ready(session& s, diagnostics& diag);
 
 } // namespace chstate::detail
+
+#ifndef CHSTATE_SEPARATE_COMPILATION
+#include <chstate/detail/schema.ipp>
+#endif

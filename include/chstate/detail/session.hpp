@@ -22,6 +22,8 @@
 // background mutation. ready() (schema.hpp) fills in what the server is.
 #pragma once
 
+#include <chstate/detail/separate_compilation.hpp>
+
 #include <chstate/config.hpp>
 #include <chstate/detail/engine.hpp>
 #include <chstate/detail/row_binary.hpp>
@@ -112,20 +114,7 @@ public:
     // -- sending ---------------------------------------------------------------
 
     op<> execute(statement s, const result_sink& sink, diagnostics& diag,
-                 cancellation c = cancellation::honour) {
-        if (c == cancellation::honour) {
-            const bool stop = co_await cancelled();
-            if (stop)
-                co_return std::tuple{make_error_code(asio::error::operation_aborted)};
-        }
-        if (!engine_.traits().binds_parameters) {
-            if (auto r = known(); r && !r->sql.features().query_parameters)
-                if (auto ec = inline_parameters(s, diag))
-                    co_return std::tuple{ec};
-        }
-        const error_code ec = co_await send(s, sink, diag, c);
-        co_return std::tuple{ec};
-    }
+                 cancellation c = cancellation::honour);
 
     op<> execute(statement s, diagnostics& diag, cancellation c = cancellation::honour) {
         return execute(std::move(s), ignore_reply(), diag, c);
@@ -133,67 +122,16 @@ public:
 
     /// Sends `s` and reads its JSONEachRow rows, keeping at most
     /// limits.max_operation_bytes of reply.
-    op<std::vector<json::object>> rows(statement s, diagnostics& diag, cancellation c = cancellation::honour) {
-        std::vector<json::object> out;
-        row_reader reader(options_.limits.max_row_bytes);
-        auto on_row = [&out](json::object&& row) {
-            out.push_back(std::move(row));
-            return error_code{};
-        };
-        std::size_t kept = 0;
-        auto [ec] = co_await execute(
-            std::move(s),
-            [&](std::string_view chunk) {
-                if ((kept += chunk.size()) > options_.limits.max_operation_bytes)
-                    return over_operation_limit(kept, diag);
-                return reader.feed(chunk, on_row, diag);
-            },
-            diag, c);
-        if (!ec)
-            ec = reader.finish(on_row, diag);
-        co_return std::tuple{ec, std::move(out)};
-    }
+    op<std::vector<json::object>> rows(statement s, diagnostics& diag, cancellation c = cancellation::honour);
 
     /// Sends `s`, whose reply is one row with an unsigned `n`.
-    op<std::uint64_t> count(statement s, diagnostics& diag, cancellation c = cancellation::honour) {
-        const std::string name = s.name;
-        auto [ec, found] = co_await rows(std::move(s), diag, c);
-        if (ec)
-            co_return std::tuple{ec, std::uint64_t{0}};
-        auto n = found.empty() ? std::nullopt : uint_field(found.front(), "n");
-        if (!n)
-            co_return std::tuple{fail(diag, errc::protocol_error, "the reply to " + name + " has no count"),
-                                 std::uint64_t{0}};
-        co_return std::tuple{error_code{}, *n};
-    }
+    op<std::uint64_t> count(statement s, diagnostics& diag, cancellation c = cancellation::honour);
 
     /// Sends `s` and reads its RowBinary rows of `columns`, one on_row call per row.
-    op<> read_rows(statement s, std::vector<rb_type> columns, row_handler on_row, diagnostics& diag) {
-        row_binary_reader reader(std::move(columns), options_.limits.max_row_bytes);
-        auto [ec] = co_await execute(
-            std::move(s),
-            [&](std::string_view chunk) {
-                error_code fec = reader.feed(chunk, on_row);
-                if (fec == errc::reply_too_large && !reader.problem().empty())
-                    diag.message = reader.problem(); // the reader's own limit, not on_row's
-                return fec;
-            },
-            diag);
-        if (!ec)
-            ec = reader.finish(diag);
-        co_return std::tuple{ec};
-    }
+    op<> read_rows(statement s, std::vector<rb_type> columns, row_handler on_row, diagnostics& diag);
 
     /// Waits on the store's Clock; honours cancellation unless told not to.
-    op<> wait(duration d, cancellation c = cancellation::honour) {
-        if (c == cancellation::honour) {
-            const bool stop = co_await cancelled();
-            if (stop)
-                co_return std::tuple{make_error_code(asio::error::operation_aborted)};
-        }
-        const error_code ec = co_await engine_.wait(d, c);
-        co_return std::tuple{ec};
-    }
+    op<> wait(duration d, cancellation c = cancellation::honour);
 
     error_code over_operation_limit(std::size_t bytes, diagnostics& diag) const {
         return fail(diag, errc::reply_too_large,
@@ -277,29 +215,7 @@ private:
 
     /// One statement through the engine; in cluster mode with the quorum
     /// settings, 286 and 289 sent again as the header comment says.
-    asio::awaitable<error_code> send(const statement& s, const result_sink& sink, diagnostics& diag, cancellation c) {
-        auto r = known();
-        if (!r || !r->sql.replicated().enabled())
-            co_return co_await engine_.send(s, sink, diag, c);
-        statement with = s;
-        const auto& extra = r->sql.replicated().settings;
-        with.settings.insert(with.settings.end(), extra.begin(), extra.end());
-        const time_point start = now();
-        const time_point give_up = start + std::chrono::duration_cast<duration>(options_.cluster.insert_quorum_timeout);
-        const time_point catch_up_ends = start + replica_catch_up;
-        for (unsigned attempt = 1;; ++attempt) {
-            error_code ec = co_await engine_.send(with, sink, diag, c);
-            const time_point t = now();
-            const bool again =
-                (ec == make_clickhouse_error(clickhouse_code::unsatisfied_quorum_for_previous_write) && t < give_up) ||
-                (ec == make_clickhouse_error(clickhouse_code::replica_is_not_in_quorum) && t < catch_up_ends);
-            if (!again)
-                co_return ec;
-            const unsigned cap = std::min(5u * attempt, 100u);
-            if (auto [wec] = co_await wait(duration(1 + random_below(cap)), c); wec)
-                co_return wec;
-        }
-    }
+    asio::awaitable<error_code> send(const statement& s, const result_sink& sink, diagnostics& diag, cancellation c);
 
     engine& engine_;
     const store_options options_;
@@ -312,3 +228,7 @@ private:
 };
 
 } // namespace chstate::detail
+
+#ifndef CHSTATE_SEPARATE_COMPILATION
+#include <chstate/detail/session.ipp>
+#endif

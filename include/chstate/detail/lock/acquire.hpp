@@ -8,6 +8,8 @@
 // acquire fails with errc::state_id_locked.
 #pragma once
 
+#include <chstate/detail/separate_compilation.hpp>
+
 #include <chstate/detail/lock/fence.hpp>
 #include <chstate/detail/lock/seed.hpp>
 #include <chstate/detail/schema.hpp>
@@ -28,37 +30,16 @@ inline error_code check_id(std::string_view id, diagnostics& diag) {
 /// Gives back every remembered orphan; those that fail again stay for the
 /// next operation. Never cancelled, never fails the caller: a row left
 /// behind still ages out (stale_age, lease_ttl).
-inline asio::awaitable<void> give_back_orphans(session& s) {
-    for (auto& o : s.take_orphans()) {
-        if (o.token == 0)
-            co_await withdraw_candidate(s, o.state_id, o.lock_id);
-        else
-            co_await withdraw_grant(s, o.state_id, o.token, o.lock_id);
-    }
-}
+CHSTATE_DECL asio::awaitable<void> give_back_orphans(session& s);
 
 /// What every operation does first: learn the server once, then give back
 /// what earlier failures left.
-inline op<> prepare(session& s, diagnostics& diag) {
-    if (auto [ec] = co_await ready(s, diag); ec)
-        co_return std::tuple{ec};
-    co_await give_back_orphans(s);
-    co_return std::tuple{error_code{}};
-}
+CHSTATE_DECL op<> prepare(session& s, diagnostics& diag);
 
 /// The protocol alone, as a child of acquire()'s race.
-inline op<held_lock> run_protocol(session& s, std::string id, time_point deadline, diagnostics& diag) {
-    co_await asio::this_coro::throw_if_cancelled(false);
-    if (s.known()->lock == lock_protocol::strict)
-        co_return co_await acquire_strict(s, id, deadline, diag);
-    co_return co_await acquire_seed(s, id, deadline, diag);
-}
+CHSTATE_DECL op<held_lock> run_protocol(session& s, std::string id, time_point deadline, diagnostics& diag);
 
-inline op<> deadline_wait(session& s, duration d) {
-    co_await asio::this_coro::throw_if_cancelled(false);
-    const error_code ec = co_await s.eng().wait(d, cancellation::honour);
-    co_return std::tuple{ec};
-}
+CHSTATE_DECL op<> deadline_wait(session& s, duration d);
 
 inline error_code check_lease_settings(const session& s, diagnostics& diag) {
     const lock_options& lo = s.options().lock;
@@ -77,63 +58,14 @@ inline error_code check_lease_settings(const session& s, diagnostics& diag) {
 inline constexpr duration acquire_deadline_slack{1};
 
 /// Acquires the lock of `id`, within lock.timeout.
-inline op<held_lock> acquire(session& s, const std::string& id, diagnostics& diag) {
-    if (auto ec = check_id(id, diag))
-        co_return std::tuple{ec, held_lock{}};
-    if (auto [ec] = co_await prepare(s, diag); ec)
-        co_return std::tuple{ec, held_lock{}};
-    const auto mode = s.known()->lock;
-    if (mode == lock_protocol::strict_unsupported) {
-        const auto& f = s.sql().features();
-        co_return std::tuple{fail(diag, errc::unsupported,
-                                  "lock_mode::strict needs insert_deduplication_token (ClickHouse 22.2 or later); "
-                                  "the server is " + std::to_string(f.major) + "." + std::to_string(f.minor)),
-                             held_lock{}};
-    }
-    if (mode == lock_protocol::strict)
-        if (auto ec = check_lease_settings(s, diag))
-            co_return std::tuple{ec, held_lock{}};
-    const bool stop = co_await cancelled();
-    if (stop)
-        co_return std::tuple{make_error_code(asio::error::operation_aborted), held_lock{}};
-    const duration timeout = s.options().lock.timeout;
-    const time_point deadline = s.now() + timeout;
-    // The protocol's own rounds end at the deadline (its message says so);
-    // the race ends one that a statement or settle wait holds past it.
-    // Both results are kept: a protocol that won just as the race ended (or
-    // as the caller cancelled) hands its lease over — never drops it.
-    auto ex = co_await asio::this_coro::executor;
-    auto [order, protocol_failed, protocol, wait_failed, waited] =
-        co_await asio::experimental::make_parallel_group(
-            asio::co_spawn(ex, run_protocol(s, id, deadline, diag), asio::deferred),
-            asio::co_spawn(ex, deadline_wait(s, timeout + acquire_deadline_slack), asio::deferred))
-            .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
-    if (protocol_failed || wait_failed) // neither throws: a bug, or bad_alloc
-        std::rethrow_exception(protocol_failed ? protocol_failed : wait_failed);
-    auto& [ec, held] = protocol;
-    if (order[0] == 0 || !ec)
-        co_return std::tuple{ec, std::move(held)};
-    // The wait ended first: the deadline passed, or the caller cancelled.
-    if (auto [wec] = waited; wec)
-        co_return std::tuple{wec, held_lock{}};
-    co_return std::tuple{could_not_acquire(diag, id, "lock.timeout of " + std::to_string(timeout.count()) +
-                                                         " ms passed"),
-                         held_lock{}};
-}
+CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostics& diag);
 
 /// Gives `h` back. One that cannot be given back now is remembered and
 /// given back before the store's next operation.
-inline op<> release(session& s, const held_lock& h, diagnostics& diag, cancellation c = cancellation::honour) {
-    error_code ec;
-    if (auto [rec] = co_await ready(s, diag); rec)
-        ec = rec;
-    else if (h.strict())
-        std::tie(ec) = co_await release_strict(s, h, diag, c);
-    else
-        std::tie(ec) = co_await release_seed(s, h, diag, c);
-    if (ec)
-        s.remember_orphan({h.state_id, h.lock_id, h.token});
-    co_return std::tuple{ec};
-}
+CHSTATE_DECL op<> release(session& s, const held_lock& h, diagnostics& diag, cancellation c = cancellation::honour);
 
 } // namespace chstate::detail
+
+#ifndef CHSTATE_SEPARATE_COMPILATION
+#include <chstate/detail/lock/acquire.ipp>
+#endif
