@@ -29,9 +29,9 @@ if [[ $# -eq 0 ]]; then
   test_args=(-tse=cluster)
 fi
 ./build/tests/chstate_tests "${test_args[@]}" 2>&1 | tee "$log" || status=$?
-# The hostile-input and fault suites each print one line (tests/tallies.hpp);
-# on a full run both must be there with enough cases and nothing failed,
-# lost or partial.
+# The hostile-input and fault suites each print one line (tests/tallies.hpp),
+# and so does the lease torture; on a full run each must be there with
+# enough cases and nothing failed, lost, partial or overlapping.
 if [[ $# -eq 0 ]]; then
   line=$(grep -E '^hostile-input: cases=' "$log" | tail -n 1 || true)
   if [[ $line =~ ^hostile-input:\ cases=([0-9]+)\ failures=([0-9]+)$ ]]; then
@@ -46,6 +46,14 @@ if [[ $# -eq 0 ]]; then
       || { echo "faults: want at least 10 cases, nothing lost or partial: $line" >&2; status=1; }
   else
     echo "faults: no summary line (the suite did not run)" >&2; status=1
+  fi
+  # The strict lease on chDB under chaos (tests/lease_torture.cpp).
+  line=$(grep -E '^lease-torture: holders=' "$log" | tail -n 1 || true)
+  if [[ $line =~ ^lease-torture:\ holders=([0-9]+)\ live_overlaps=([0-9]+)\ lost_confirmed=([0-9]+)$ ]]; then
+    ((BASH_REMATCH[1] >= 500 && BASH_REMATCH[2] == 0 && BASH_REMATCH[3] == 0)) \
+      || { echo "lease-torture: want at least 500 holders, no live overlap, no confirmed write lost: $line" >&2; status=1; }
+  else
+    echo "lease-torture: no summary line (the embedded suite did not run it)" >&2; status=1
   fi
   # The simulator's self-check against chDB (tests/simulator_self_check.hpp).
   line=$(grep -E '^simulator-differential: ' "$log" | tail -n 1 || true)
