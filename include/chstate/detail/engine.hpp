@@ -20,9 +20,14 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -95,6 +100,50 @@ bool running_in_this_thread(const Executor& ex) {
         return false;
 }
 
+/// The executor beneath any strands in `ex`: an io_context's, a
+/// thread_pool's, the system executor, or `ex` itself when it is of a kind
+/// this cannot see into.
+inline asio::any_io_executor beneath_strands(asio::any_io_executor ex) {
+    for (;;) {
+        if (auto* s = ex.template target<asio::strand<asio::any_io_executor>>()) {
+            asio::any_io_executor inner = s->get_inner_executor();
+            ex = std::move(inner);
+            continue;
+        }
+        if (auto* s = ex.template target<asio::strand<asio::io_context::executor_type>>())
+            return s->get_inner_executor();
+        if (auto* s = ex.template target<asio::strand<asio::thread_pool::executor_type>>())
+            return s->get_inner_executor();
+        return ex;
+    }
+}
+
+/// The completion handler a transport is given: `resume` (the awaiting
+/// coroutine, on the operation's strand) behind an associated executor that
+/// is the plain one beneath that strand.
+///
+/// Why: a transport completes from threads of its own (chDB's, the HTTP
+/// pool's). Handed the strand itself, such a thread still holds copies of it
+/// for a moment after posting the completion, and the last copy of an Asio
+/// strand, when it goes, locks its io_context's strand service. Meanwhile
+/// the completion can run, the caller's run() return and the io_context be
+/// destroyed: the transport thread then locks freed memory (seen as a
+/// SIGSEGV or a glibc mutex assertion in the HTTPS lock tests, about one run
+/// in five under load). Copies of a plain io_context executor hold nothing
+/// when they go, so the transport thread never touches the caller's
+/// context after the post; the hop onto the strand happens on the caller's
+/// own thread.
+template <class Resume>
+auto hand_back(Resume resume, asio::cancellation_slot slot) {
+    auto strand = asio::get_associated_executor(resume);
+    auto beneath = beneath_strands(strand);
+    return asio::bind_cancellation_slot(
+        slot, asio::bind_executor(std::move(beneath), [resume = std::move(resume), strand = std::move(strand)](
+                                                          error_code ec) mutable {
+            asio::dispatch(strand, [resume = std::move(resume), ec]() mutable { std::move(resume)(ec); });
+        }));
+}
+
 /// The engine of basic_state_store<Transport, Clock>.
 template <class Transport, class Clock>
 class transport_engine final : public engine {
@@ -119,13 +168,16 @@ public:
                                      cancellation c) override {
         diag.clear();
         [[maybe_unused]] auto in_flight = begin_activity(clock_);
-        if (c == cancellation::ignore) {
-            auto [ec] = co_await transport_.async_execute(
-                stmt, sink, diag,
-                asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable)));
-            co_return ec;
-        }
-        auto [ec] = co_await transport_.async_execute(stmt, sink, diag, asio::as_tuple(asio::use_awaitable));
+        auto token = asio::as_tuple(asio::use_awaitable);
+        auto [ec] = co_await asio::async_initiate<decltype(token), void(error_code)>(
+            [this, &stmt, &sink, &diag, c](auto resume) {
+                // The coroutine's cancellation slot, or none: a cleanup
+                // statement is not stopped by the cancellation that caused it.
+                auto slot = c == cancellation::ignore ? asio::cancellation_slot()
+                                                      : asio::get_associated_cancellation_slot(resume);
+                transport_.async_execute(stmt, sink, diag, hand_back(std::move(resume), slot));
+            },
+            token);
         co_return ec;
     }
 
