@@ -314,6 +314,105 @@ TEST_CASE("simulator: set_version before the first statement, and only a version
     CHECK_THROWS_AS(s->set_version("18.16.1"), std::logic_error);
 }
 
+// ---- two-phase inserts ---------------------------------------------------------
+
+TEST_CASE("simulator: two-phase inserts — an INSERT … SELECT's SELECT and its commit are separate steps") {
+    asio::io_context ioc;
+    auto s = simulated_clickhouse::create(manual_clock(), true);
+    sql(*s, "CREATE DATABASE p");
+    sql(*s, "CREATE TABLE p.t (k String, n UInt64) ENGINE = MergeTree ORDER BY k "
+            "SETTINGS non_replicated_deduplication_window = 100");
+    CHECK_FALSE(s->two_phase_inserts());
+    s->set_two_phase_inserts(true);
+    simulated_transport a(s, ioc.get_executor(), 0), b(s, ioc.get_executor(), 1);
+    // A client's statement; its completion lands in `result` once delivered.
+    struct sent {
+        diagnostics diag;
+        std::optional<error_code> result;
+    };
+    auto send = [&](simulated_transport& t, std::string text, sent& out) {
+        statement st{std::move(text), {}, {}, {}, false};
+        t.async_execute(st, [](std::string_view) { return error_code{}; }, out.diag,
+                        [&out](error_code ec) { out.result = ec; });
+    };
+    auto settle = [&] {
+        ioc.restart();
+        ioc.poll();
+    };
+    // Each writes only while the table is empty: a check and an INSERT in one statement.
+    const std::string only_if_empty = " WHERE (SELECT count() FROM p.t) = 0";
+    sent first, second;
+    send(a, "INSERT INTO p.t (k, n) SELECT 'a', 1" + only_if_empty, first);
+    send(b, "INSERT INTO p.t (k, n) SELECT 'b', 2" + only_if_empty, second);
+    REQUIRE(s->pending_count() == 2);
+    CHECK_FALSE(s->pending()[0].commit);
+    s->step(0); // a's SELECT: the table is empty, the row is kept
+    settle();
+    CHECK_FALSE(first.result);
+    REQUIRE(s->pending_count() == 2);
+    CHECK(s->pending()[0].commit); // at its place, waiting for its commit
+    CHECK(s->pending()[0].client == 0);
+    CHECK(s->pending()[0].sql.starts_with("INSERT INTO p.t (k, n) SELECT 'a'"));
+    CHECK(s->row_count("p.t") == 0);
+    s->step(1); // b's SELECT: still empty (a has not committed)
+    CHECK(s->pending()[1].commit);
+    s->step(1); // b commits and replies
+    settle();
+    REQUIRE(second.result);
+    CHECK_FALSE(*second.result);
+    CHECK(second.diag.written_rows == 1u);
+    CHECK_FALSE(first.result);
+    s->step(0); // a commits: its condition held when its SELECT ran, no longer now — it lands all the same
+    settle();
+    REQUIRE(first.result);
+    CHECK_FALSE(*first.result);
+    CHECK(sql(*s, "SELECT k FROM p.t ORDER BY k") == "a\nb\n");
+
+    // Deduplication is decided at commit: of two blocks under one token, the first committed stays.
+    sql(*s, "TRUNCATE TABLE p.t");
+    sent x, y;
+    send(a, "INSERT INTO p.t (k, n) SETTINGS insert_deduplication_token = 'slot' SELECT 'x', 1", x);
+    send(b, "INSERT INTO p.t (k, n) SETTINGS insert_deduplication_token = 'slot' SELECT 'y', 2", y);
+    s->step(0);
+    s->step(1);
+    s->step(1); // y commits first
+    s->step(0); // x: a duplicate of y's block now, dropped, and still a success
+    settle();
+    REQUIRE(x.result);
+    REQUIRE(y.result);
+    CHECK_FALSE(*x.result);
+    CHECK_FALSE(*y.result);
+    CHECK(sql(*s, "SELECT k FROM p.t") == "y\n");
+
+    // One step: a SELECT without rows (no block to commit), an INSERT … VALUES.
+    sent none, values;
+    send(a, "INSERT INTO p.t (k, n) SELECT 'z', 3" + only_if_empty, none);
+    s->step(0);
+    send(a, "INSERT INTO p.t (k, n) VALUES ('v', 4)", values);
+    s->step(0);
+    settle();
+    CHECK(s->pending_count() == 0);
+    REQUIRE(none.result);
+    REQUIRE(values.result);
+    CHECK(none.diag.written_rows == 0u);
+    CHECK(values.diag.written_rows == 1u);
+
+    // A staged block commits when stepped after manual delivery is turned
+    // off; a new INSERT … SELECT then runs in one step.
+    sent staged, automatic;
+    send(a, "INSERT INTO p.t (k, n) SELECT 's', 5", staged);
+    s->step(0);
+    s->set_manual_delivery(false);
+    REQUIRE(s->pending_count() == 1);
+    s->step(0);
+    send(b, "INSERT INTO p.t (k, n) SELECT 'u', 6", automatic);
+    settle();
+    CHECK(s->pending_count() == 0);
+    REQUIRE(staged.result);
+    REQUIRE(automatic.result);
+    CHECK(sql(*s, "SELECT k FROM p.t ORDER BY k") == "s\nu\nv\ny\n");
+}
+
 // ---- the schedule explorer ---------------------------------------------------
 
 /// Maps the store's random lock ids to ids whose order the explorer chooses
