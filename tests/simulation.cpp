@@ -538,6 +538,12 @@ struct scenario {
     /// The explorer may cancel a client's acquire at any step, a statement
     /// of it in flight or not.
     bool cancels = false;
+    /// The simulator's two-phase inserts: an INSERT … SELECT's SELECT and
+    /// the commit of its block are two steps, and the explorer may run
+    /// other statements (and let time pass) between them, as a server does
+    /// (simulated_clickhouse::set_two_phase_inserts). Off, each statement
+    /// runs at one instant.
+    bool two_phase = false;
 };
 
 struct outcome {
@@ -571,6 +577,7 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
     auto server = cluster ? simulated_clickhouse::create_cluster(sc.replicas, base, true, "sim_cluster")
                           : simulated_clickhouse::create(base, true);
     server->set_insert_quorum_parallel_default(sc.quorum_parallel);
+    server->set_two_phase_inserts(sc.two_phase);
     auto ids = std::make_shared<id_map>();
     ids->withhold_quorum_parallel = sc.withhold_quorum_parallel;
     ids->order = order;
@@ -775,7 +782,8 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         if (trace()) {
             std::string what = a <= -3000 ? "cancel the acquire of client " + std::to_string(-3000 - a)
                                : a >= 0 ? std::to_string(pend[std::size_t(a)].client) + "@r" +
-                                            std::to_string(pend[std::size_t(a)].replica) + ": " + pend[std::size_t(a)].sql
+                                            std::to_string(pend[std::size_t(a)].replica) + ": " +
+                                            (pend[std::size_t(a)].commit ? "(commit) " : "") + pend[std::size_t(a)].sql
                                : a <= -1000 ? "replicate: " + std::string(server->pending_replication()[std::size_t(-1000 - a)].kind ==
                                                                                   simulated_clickhouse::replication_task::fetch
                                                                               ? "fetch block " +
@@ -1001,14 +1009,14 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
     short_lease.lease_ttl = 20s; // the holder's 25 s of work outlive it
     short_lease.timeout = 60s;
     std::vector<cls> classes = {
-        {{.name = "interleaving", .work = 2s, .lock = strict_locks}, 40, 3000},
-        {{.name = "merge-collapse", .merges = true, .lock = strict_locks}, 16, 3000},
-        {{.name = "slow-acquirer", .delays = true, .lock = strict_locks}, 14, 3000},
+        {{.name = "interleaving", .work = 2s, .lock = strict_locks, .two_phase = true}, 40, 3000},
+        {{.name = "merge-collapse", .merges = true, .lock = strict_locks, .two_phase = true}, 16, 3000},
+        {{.name = "slow-acquirer", .delays = true, .lock = strict_locks, .two_phase = true}, 14, 3000},
         // client 0 works 25 s under a 20 s lease; client 1 takes over and works 2 s
-        {{.name = "stale-holder", .work = 2s, .first_work = 25s, .lock = short_lease}, 20, 1000},
-        {{.name = "release-race", .rounds = 2, .work = 1500ms, .start_gap = 500ms, .lock = strict_locks}, 40, 3000},
+        {{.name = "stale-holder", .work = 2s, .first_work = 25s, .lock = short_lease, .two_phase = true}, 20, 1000},
+        {{.name = "release-race", .rounds = 2, .work = 1500ms, .start_gap = 500ms, .lock = strict_locks, .two_phase = true}, 40, 3000},
         // within the lease: 40 s of skew, 5 s of work, a 60 s lease
-        {{.name = "clock-skew", .work = 5s, .skew = 40s, .lock = strict_locks}, 20, 1000},
+        {{.name = "clock-skew", .work = 5s, .skew = 40s, .lock = strict_locks, .two_phase = true}, 20, 1000},
     };
     tally total;
     for (auto& c : classes) {
@@ -1031,7 +1039,8 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
         // writes. The write is conditional on the grant (server side), so
         // the late one is refused, and confirmed only if the grant was still
         // current after it landed.
-        scenario window{.name = "check-insert-window", .delays = true, .work = 19s, .lock = short_lease};
+        scenario window{.name = "check-insert-window", .delays = true, .work = 19s, .lock = short_lease,
+                        .two_phase = true};
         auto w = explore_random(window, 1000, 77);
         std::printf("lock-schedules[strict, check-insert-window, N=2, seeded]: explored=%zu double_grants=%zu "
                     "lost_updates=%zu stuck=%zu fenced_writes=%zu unconfirmed_landed=%zu\n",
@@ -1048,7 +1057,7 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
         // the takeover before its new expiry (live_overlaps), and no write
         // may be lost either way.
         scenario renew{.name = "renewal-versus-takeover", .delays = true, .start_gap = 18s, .lock = short_lease,
-                       .renew_after = 19500ms};
+                       .renew_after = 19500ms, .two_phase = true};
         auto e = explore_exhaustive(renew, 18, 2000);
         auto r = explore_random(renew, 1000, 91);
         e.add(r);
@@ -1068,7 +1077,7 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
         // operation_aborted, give back what it claimed, and leave the lock
         // free once everyone is done.
         scenario cancels{.name = "cancel-during-statement", .clients = 3, .delays = true, .work = 1s, .lock = lo,
-                         .cancels = true};
+                         .cancels = true, .two_phase = true};
         auto e = explore_random(cancels, std::getenv("CHSTATE_SIM_N") ? std::atoi(std::getenv("CHSTATE_SIM_N")) : 1500, lo.mode == lock_mode::strict ? 501 : 502);
         const bool is_strict = lo.mode == lock_mode::strict;
         std::printf("lock-schedules[%s, cancel-during-statement, N=3, seeded]: explored=%zu double_grants=%zu "
@@ -1085,7 +1094,8 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
         }
     }
     for (int n = 3; n <= 5; ++n) {
-        scenario sc{.name = "random-mixed", .clients = n, .merges = true, .delays = true, .lock = strict_locks};
+        scenario sc{.name = "random-mixed", .clients = n, .merges = true, .delays = true, .lock = strict_locks,
+                    .two_phase = true};
         auto t = explore_random(sc, 2000, 2000 + n);
         std::printf("lock-schedules[strict, random-mixed, N=%d, seeded]: explored=%zu double_grants=%zu "
                     "lost_updates=%zu stuck=%zu\n",
