@@ -314,6 +314,105 @@ TEST_CASE("simulator: set_version before the first statement, and only a version
     CHECK_THROWS_AS(s->set_version("18.16.1"), std::logic_error);
 }
 
+// ---- two-phase inserts ---------------------------------------------------------
+
+TEST_CASE("simulator: two-phase inserts — an INSERT … SELECT's SELECT and its commit are separate steps") {
+    asio::io_context ioc;
+    auto s = simulated_clickhouse::create(manual_clock(), true);
+    sql(*s, "CREATE DATABASE p");
+    sql(*s, "CREATE TABLE p.t (k String, n UInt64) ENGINE = MergeTree ORDER BY k "
+            "SETTINGS non_replicated_deduplication_window = 100");
+    CHECK_FALSE(s->two_phase_inserts());
+    s->set_two_phase_inserts(true);
+    simulated_transport a(s, ioc.get_executor(), 0), b(s, ioc.get_executor(), 1);
+    // A client's statement; its completion lands in `result` once delivered.
+    struct sent {
+        diagnostics diag;
+        std::optional<error_code> result;
+    };
+    auto send = [&](simulated_transport& t, std::string text, sent& out) {
+        statement st{std::move(text), {}, {}, {}, false};
+        t.async_execute(st, [](std::string_view) { return error_code{}; }, out.diag,
+                        [&out](error_code ec) { out.result = ec; });
+    };
+    auto settle = [&] {
+        ioc.restart();
+        ioc.poll();
+    };
+    // Each writes only while the table is empty: a check and an INSERT in one statement.
+    const std::string only_if_empty = " WHERE (SELECT count() FROM p.t) = 0";
+    sent first, second;
+    send(a, "INSERT INTO p.t (k, n) SELECT 'a', 1" + only_if_empty, first);
+    send(b, "INSERT INTO p.t (k, n) SELECT 'b', 2" + only_if_empty, second);
+    REQUIRE(s->pending_count() == 2);
+    CHECK_FALSE(s->pending()[0].commit);
+    s->step(0); // a's SELECT: the table is empty, the row is kept
+    settle();
+    CHECK_FALSE(first.result);
+    REQUIRE(s->pending_count() == 2);
+    CHECK(s->pending()[0].commit); // at its place, waiting for its commit
+    CHECK(s->pending()[0].client == 0);
+    CHECK(s->pending()[0].sql.starts_with("INSERT INTO p.t (k, n) SELECT 'a'"));
+    CHECK(s->row_count("p.t") == 0);
+    s->step(1); // b's SELECT: still empty (a has not committed)
+    CHECK(s->pending()[1].commit);
+    s->step(1); // b commits and replies
+    settle();
+    REQUIRE(second.result);
+    CHECK_FALSE(*second.result);
+    CHECK(second.diag.written_rows == 1u);
+    CHECK_FALSE(first.result);
+    s->step(0); // a commits: its condition held when its SELECT ran, no longer now — it lands all the same
+    settle();
+    REQUIRE(first.result);
+    CHECK_FALSE(*first.result);
+    CHECK(sql(*s, "SELECT k FROM p.t ORDER BY k") == "a\nb\n");
+
+    // Deduplication is decided at commit: of two blocks under one token, the first committed stays.
+    sql(*s, "TRUNCATE TABLE p.t");
+    sent x, y;
+    send(a, "INSERT INTO p.t (k, n) SETTINGS insert_deduplication_token = 'slot' SELECT 'x', 1", x);
+    send(b, "INSERT INTO p.t (k, n) SETTINGS insert_deduplication_token = 'slot' SELECT 'y', 2", y);
+    s->step(0);
+    s->step(1);
+    s->step(1); // y commits first
+    s->step(0); // x: a duplicate of y's block now, dropped, and still a success
+    settle();
+    REQUIRE(x.result);
+    REQUIRE(y.result);
+    CHECK_FALSE(*x.result);
+    CHECK_FALSE(*y.result);
+    CHECK(sql(*s, "SELECT k FROM p.t") == "y\n");
+
+    // One step: a SELECT without rows (no block to commit), an INSERT … VALUES.
+    sent none, values;
+    send(a, "INSERT INTO p.t (k, n) SELECT 'z', 3" + only_if_empty, none);
+    s->step(0);
+    send(a, "INSERT INTO p.t (k, n) VALUES ('v', 4)", values);
+    s->step(0);
+    settle();
+    CHECK(s->pending_count() == 0);
+    REQUIRE(none.result);
+    REQUIRE(values.result);
+    CHECK(none.diag.written_rows == 0u);
+    CHECK(values.diag.written_rows == 1u);
+
+    // A staged block commits when stepped after manual delivery is turned
+    // off; a new INSERT … SELECT then runs in one step.
+    sent staged, automatic;
+    send(a, "INSERT INTO p.t (k, n) SELECT 's', 5", staged);
+    s->step(0);
+    s->set_manual_delivery(false);
+    REQUIRE(s->pending_count() == 1);
+    s->step(0);
+    send(b, "INSERT INTO p.t (k, n) SELECT 'u', 6", automatic);
+    settle();
+    CHECK(s->pending_count() == 0);
+    REQUIRE(staged.result);
+    REQUIRE(automatic.result);
+    CHECK(sql(*s, "SELECT k FROM p.t ORDER BY k") == "s\nu\nv\ny\n");
+}
+
 // ---- the schedule explorer ---------------------------------------------------
 
 /// Maps the store's random lock ids to ids whose order the explorer chooses
@@ -439,6 +538,12 @@ struct scenario {
     /// The explorer may cancel a client's acquire at any step, a statement
     /// of it in flight or not.
     bool cancels = false;
+    /// The simulator's two-phase inserts: an INSERT … SELECT's SELECT and
+    /// the commit of its block are two steps, and the explorer may run
+    /// other statements (and let time pass) between them, as a server does
+    /// (simulated_clickhouse::set_two_phase_inserts). Off, each statement
+    /// runs at one instant.
+    bool two_phase = false;
 };
 
 struct outcome {
@@ -472,6 +577,7 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
     auto server = cluster ? simulated_clickhouse::create_cluster(sc.replicas, base, true, "sim_cluster")
                           : simulated_clickhouse::create(base, true);
     server->set_insert_quorum_parallel_default(sc.quorum_parallel);
+    server->set_two_phase_inserts(sc.two_phase);
     auto ids = std::make_shared<id_map>();
     ids->withhold_quorum_parallel = sc.withhold_quorum_parallel;
     ids->order = order;
@@ -676,7 +782,8 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
         if (trace()) {
             std::string what = a <= -3000 ? "cancel the acquire of client " + std::to_string(-3000 - a)
                                : a >= 0 ? std::to_string(pend[std::size_t(a)].client) + "@r" +
-                                            std::to_string(pend[std::size_t(a)].replica) + ": " + pend[std::size_t(a)].sql
+                                            std::to_string(pend[std::size_t(a)].replica) + ": " +
+                                            (pend[std::size_t(a)].commit ? "(commit) " : "") + pend[std::size_t(a)].sql
                                : a <= -1000 ? "replicate: " + std::string(server->pending_replication()[std::size_t(-1000 - a)].kind ==
                                                                                   simulated_clickhouse::replication_task::fetch
                                                                               ? "fetch block " +
@@ -902,14 +1009,14 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
     short_lease.lease_ttl = 20s; // the holder's 25 s of work outlive it
     short_lease.timeout = 60s;
     std::vector<cls> classes = {
-        {{.name = "interleaving", .work = 2s, .lock = strict_locks}, 40, 3000},
-        {{.name = "merge-collapse", .merges = true, .lock = strict_locks}, 16, 3000},
-        {{.name = "slow-acquirer", .delays = true, .lock = strict_locks}, 14, 3000},
+        {{.name = "interleaving", .work = 2s, .lock = strict_locks, .two_phase = true}, 40, 3000},
+        {{.name = "merge-collapse", .merges = true, .lock = strict_locks, .two_phase = true}, 16, 3000},
+        {{.name = "slow-acquirer", .delays = true, .lock = strict_locks, .two_phase = true}, 14, 3000},
         // client 0 works 25 s under a 20 s lease; client 1 takes over and works 2 s
-        {{.name = "stale-holder", .work = 2s, .first_work = 25s, .lock = short_lease}, 20, 1000},
-        {{.name = "release-race", .rounds = 2, .work = 1500ms, .start_gap = 500ms, .lock = strict_locks}, 40, 3000},
+        {{.name = "stale-holder", .work = 2s, .first_work = 25s, .lock = short_lease, .two_phase = true}, 20, 1000},
+        {{.name = "release-race", .rounds = 2, .work = 1500ms, .start_gap = 500ms, .lock = strict_locks, .two_phase = true}, 40, 3000},
         // within the lease: 40 s of skew, 5 s of work, a 60 s lease
-        {{.name = "clock-skew", .work = 5s, .skew = 40s, .lock = strict_locks}, 20, 1000},
+        {{.name = "clock-skew", .work = 5s, .skew = 40s, .lock = strict_locks, .two_phase = true}, 20, 1000},
     };
     tally total;
     for (auto& c : classes) {
@@ -932,7 +1039,8 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
         // writes. The write is conditional on the grant (server side), so
         // the late one is refused, and confirmed only if the grant was still
         // current after it landed.
-        scenario window{.name = "check-insert-window", .delays = true, .work = 19s, .lock = short_lease};
+        scenario window{.name = "check-insert-window", .delays = true, .work = 19s, .lock = short_lease,
+                        .two_phase = true};
         auto w = explore_random(window, 1000, 77);
         std::printf("lock-schedules[strict, check-insert-window, N=2, seeded]: explored=%zu double_grants=%zu "
                     "lost_updates=%zu stuck=%zu fenced_writes=%zu unconfirmed_landed=%zu\n",
@@ -949,7 +1057,7 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
         // the takeover before its new expiry (live_overlaps), and no write
         // may be lost either way.
         scenario renew{.name = "renewal-versus-takeover", .delays = true, .start_gap = 18s, .lock = short_lease,
-                       .renew_after = 19500ms};
+                       .renew_after = 19500ms, .two_phase = true};
         auto e = explore_exhaustive(renew, 18, 2000);
         auto r = explore_random(renew, 1000, 91);
         e.add(r);
@@ -969,7 +1077,7 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
         // operation_aborted, give back what it claimed, and leave the lock
         // free once everyone is done.
         scenario cancels{.name = "cancel-during-statement", .clients = 3, .delays = true, .work = 1s, .lock = lo,
-                         .cancels = true};
+                         .cancels = true, .two_phase = true};
         auto e = explore_random(cancels, std::getenv("CHSTATE_SIM_N") ? std::atoi(std::getenv("CHSTATE_SIM_N")) : 1500, lo.mode == lock_mode::strict ? 501 : 502);
         const bool is_strict = lo.mode == lock_mode::strict;
         std::printf("lock-schedules[%s, cancel-during-statement, N=3, seeded]: explored=%zu double_grants=%zu "
@@ -986,7 +1094,8 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
         }
     }
     for (int n = 3; n <= 5; ++n) {
-        scenario sc{.name = "random-mixed", .clients = n, .merges = true, .delays = true, .lock = strict_locks};
+        scenario sc{.name = "random-mixed", .clients = n, .merges = true, .delays = true, .lock = strict_locks,
+                    .two_phase = true};
         auto t = explore_random(sc, 2000, 2000 + n);
         std::printf("lock-schedules[strict, random-mixed, N=%d, seeded]: explored=%zu double_grants=%zu "
                     "lost_updates=%zu stuck=%zu\n",

@@ -144,6 +144,21 @@
 // (manual_clock::run would wait for a reply nobody delivers). Cancellation
 // is not supported: a statement, once sent, runs to its end.
 //
+// Two-phase inserts (set_two_phase_inserts(true); off by default). On a
+// server an INSERT … SELECT is not atomic: its SELECT (scalar subqueries
+// included) is evaluated, then its block is written, deduplicated and
+// committed, and other INSERTs can commit in between (ClickHouse's
+// InterpreterInsertQuery and MergeTreeSink; detail/execute.hpp,
+// staged_block, cites them). With the option on, in manual delivery, the
+// first step(i) of an INSERT … SELECT evaluates its SELECT against the data
+// as it is then and keeps the rows; the request stays in pending() at its
+// place, marked `commit`, and its next step(i) commits the block —
+// deduplication by insert_deduplication_token (or content) decided then —
+// and replies. An INSERT … SELECT whose SELECT yields no row (WHERE false)
+// has no block to commit and replies at once; INSERT … VALUES and
+// FORMAT data read nothing and stay one step. Automatic delivery and
+// execute() do both steps at once.
+//
 // Threads: every member is safe to call from any thread; sinks are called
 // on the thread that executes the statement (the caller of async_execute or
 // of step()), outside the server's lock.
@@ -182,7 +197,9 @@ namespace chstate {
 /// connect clients with simulated_transport. See the header comment.
 class simulated_clickhouse : public std::enable_shared_from_this<simulated_clickhouse> {
 public:
-    /// A statement waiting for step() (manual delivery): client, sql, replica.
+    /// A statement waiting for step() (manual delivery): client, sql,
+    /// replica, and `commit` for an INSERT … SELECT whose SELECT has run
+    /// (two-phase inserts).
     using pending_request = detail::sim::pending_request;
     /// Cluster mode: a background step of one replica's replication queue:
     /// kind (fetch or mutate), replica, table, block (fetch), mutation (its
@@ -263,11 +280,18 @@ public:
 
     void set_manual_delivery(bool on) { impl_.set_manual(on); }
     bool manual_delivery() const { return impl_.manual(); }
+    /// INSERT … SELECT in two steps under manual delivery (see the header
+    /// comment, "Two-phase inserts"). Blocks already staged still commit
+    /// when stepped after the option is turned off.
+    void set_two_phase_inserts(bool on) { impl_.set_two_phase(on); }
+    bool two_phase_inserts() const { return impl_.two_phase(); }
     /// Statements sent and not yet delivered, in sending order.
     std::vector<pending_request> pending() const { return impl_.pending(); }
     std::size_t pending_count() const { return impl_.pending_count(); }
     /// Delivers pending request `index`: executes it now, streams the reply
-    /// to its sink and posts its completion.
+    /// to its sink and posts its completion — or, with two-phase inserts,
+    /// runs an INSERT … SELECT's SELECT (it stays pending, marked `commit`)
+    /// or commits its block.
     void step(std::size_t index) { impl_.step(index); }
 
     /// Executes `stmt` synchronously, bypassing delivery; the whole reply in `reply`.

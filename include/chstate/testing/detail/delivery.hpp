@@ -1,7 +1,9 @@
 // chstate/testing/detail/delivery.hpp — a simulated server as its clients
 // meet it: statements arrive (automatic delivery: at once; manual: when
 // the test steps them), run under the server's lock, stream their reply
-// to the client's sink and complete on the client's executor. Quorum
+// to the client's sink and complete on the client's executor. With
+// two-phase inserts, a manually delivered INSERT … SELECT takes two steps:
+// its SELECT, then its block's commit (execute.hpp, staged_block). Quorum
 // INSERTs wait until their quorum holds the part; background work —
 // replication tasks, mutations, merges — runs when the test says (or,
 // for replication in automatic delivery, after each statement).
@@ -14,6 +16,7 @@
 #include <chstate/manual_clock.hpp>
 #include <chstate/transport.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -32,6 +35,8 @@ struct request {
     result_sink sink;
     diagnostics* diag = nullptr;
     std::function<void(error_code)> complete; ///< posts the completion to the client
+    /// Two-phase inserts: the SELECT has run; this block waits for its commit step.
+    std::optional<staged_block> staged;
 };
 
 /// A quorum INSERT executed and not yet acknowledged.
@@ -48,6 +53,9 @@ struct pending_request {
     std::size_t client;
     std::string sql;
     std::size_t replica = 0; ///< cluster mode: the replica it was sent to
+    /// Two-phase inserts: the SELECT of this INSERT … SELECT has run, and
+    /// step() now commits its block (then the client gets its reply).
+    bool commit = false;
 };
 struct quorum_wait {
     std::size_t client = 0, replica = 0;
@@ -78,12 +86,14 @@ public:
 
     void set_manual(bool on) { with_state([&](auto&) { manual_ = on; }); }
     bool manual() const { return with_state([&](auto&) { return manual_; }); }
+    void set_two_phase(bool on) { with_state([&](auto&) { two_phase_ = on; }); }
+    bool two_phase() const { return with_state([&](auto&) { return two_phase_; }); }
 
     std::vector<pending_request> pending() const {
         return with_state([&](auto&) {
             std::vector<pending_request> out;
             for (const auto& p : queue_)
-                out.push_back({p.client, p.stmt.sql, p.replica});
+                out.push_back({p.client, p.stmt.sql, p.replica, p.staged.has_value()});
             return out;
         });
     }
@@ -112,17 +122,25 @@ public:
         run(r);
     }
 
-    /// Delivers pending statement `index` (manual delivery).
+    /// Delivers pending statement `index` (manual delivery). With two-phase
+    /// inserts an INSERT … SELECT's first step runs its SELECT, and the
+    /// request stays at `index` for its commit step; stepped again (or
+    /// once manual delivery is off) it commits.
     void step(std::size_t index) {
         request r;
+        bool stage = false;
         {
             std::lock_guard lk(mutex_);
             if (index >= queue_.size())
                 throw std::out_of_range("simulated_clickhouse::step: no such pending request");
             r = std::move(queue_[index]);
             queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(index));
+            stage = two_phase_ && manual_ && !r.staged;
         }
-        run(r);
+        if (!run(r, stage)) {
+            std::lock_guard lk(mutex_);
+            queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(std::min(index, queue_.size())), std::move(r));
+        }
     }
 
     /// Runs `stmt` now, bypassing delivery; the whole reply in `reply`. A
@@ -135,7 +153,7 @@ public:
         }
         outcome out;
         bool waiting = false;
-        auto ec = execute_locked(stmt, replica, out, diag, nullptr, &waiting);
+        auto ec = execute_locked(stmt, replica, out, diag, nullptr, &waiting, false);
         for (auto& c : out.chunks)
             reply += c;
         if (waiting || !manual())
@@ -255,12 +273,18 @@ private:
     }
 
     /// Executes `r`, streams the reply to its sink and completes it — or,
-    /// a quorum INSERT short of its quorum, leaves it waiting.
-    void run(request& r) {
+    /// a quorum INSERT short of its quorum, leaves it waiting. `stage`: an
+    /// INSERT … SELECT stops before its commit; then `r` holds its block,
+    /// is not completed, and run() returns false (the caller queues it).
+    bool run(request& r, bool stage = false) {
         outcome out;
         diagnostics local;
         bool waiting = false;
-        error_code ec = execute_locked(r.stmt, r.replica, out, local, &r, &waiting);
+        error_code ec = execute_locked(r.stmt, r.replica, out, local, &r, &waiting, stage);
+        if (!ec && out.staged) {
+            r.staged = std::move(out.staged);
+            return false;
+        }
         if (!waiting) {
             r.diag->written_rows = local.written_rows;
             if (!ec) {
@@ -277,14 +301,16 @@ private:
         // Cluster mode, automatic delivery: replication happens at once.
         if (!manual() && with_state([](const server_state& s) { return !s.cluster.empty(); }))
             replicate_all();
+        return true;
     }
 
-    /// Runs `stmt` on `replica` under the lock. A quorum INSERT short of
-    /// its quorum sets `*waiting`, and `*r` (when given) joins the waiters.
-    /// The INSERTs it completed (a duplicate block reaching a quorum) are
-    /// acknowledged after the lock is released.
+    /// Runs `stmt` on `replica` under the lock — or, when `r` holds a
+    /// staged block, commits it; `stage`: see run(). A quorum INSERT short
+    /// of its quorum sets `*waiting`, and `*r` (when given) joins the
+    /// waiters. The INSERTs it completed (a duplicate block reaching a
+    /// quorum) are acknowledged after the lock is released.
     error_code execute_locked(const statement& stmt, std::size_t replica, outcome& out, diagnostics& diag,
-                              request* r, bool* waiting) {
+                              request* r, bool* waiting, bool stage) {
         std::vector<request> done;
         struct drain {
             std::vector<request>& d;
@@ -303,7 +329,14 @@ private:
         } back{s_};
         s_.current = replica;
         try {
-            out = interpreter(s_, stmt).run();
+            interpreter in(s_, stmt);
+            if (r && r->staged) {
+                auto block = std::move(*r->staged);
+                r->staged.reset();
+                out = in.commit(std::move(block));
+            } else {
+                out = in.run(stage);
+            }
         } catch (const sim_error& e) {
             acknowledge_quorums();
             diag.message = e.message;
@@ -331,6 +364,7 @@ private:
     mutable std::mutex mutex_;
     server_state s_;
     bool manual_ = false;
+    bool two_phase_ = false; ///< INSERT … SELECT in two steps (manual delivery)
     std::vector<request> queue_;
     std::vector<waiter> waiters_;
     std::vector<request> ready_; ///< quorum INSERTs acknowledged, to complete outside the lock

@@ -2,7 +2,8 @@
 // server: parses it in the server's dialect (parser.hpp) and carries it
 // out on the current replica's tables. The reply's bytes, the rows an
 // INSERT wrote and, for a quorum INSERT, the block it waits for come back
-// in an `outcome`; a ClickHouse error as a thrown sim_error.
+// in an `outcome`; a ClickHouse error as a thrown sim_error. An INSERT …
+// SELECT may stop between its SELECT and its commit (staged_block).
 #pragma once
 
 #include <chstate/testing/detail/parser.hpp>
@@ -10,14 +11,42 @@
 
 #include <chstate/transport.hpp>
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 namespace chstate::detail::sim {
 
+/// An INSERT's block between its evaluation and its commit.
+///
+/// ClickHouse runs INSERT … SELECT as one pipeline: the SELECT feeds the
+/// table's sink (InterpreterInsertQuery::execute: the SELECT's
+/// buildQueryPipeline(), then pipeline.addChains(sink chains)), its scalar
+/// subqueries replaced by constants during analysis, before the pipeline
+/// runs (Interpreters/ExecuteScalarSubqueriesVisitor.h: "A replacement
+/// occurs during query analysis, and not during the main runtime"). The
+/// sink writes the block as a temporary part, and only then, under the
+/// table's parts lock, checks the deduplication log and commits the part
+/// (MergeTreeSink::finishDelayedChunk: lockParts(),
+/// deduplication_log->addPart(block_id), renameTempPartAndAdd,
+/// transaction.commit; ReplicatedMergeTreeSink::commitPart: the block id
+/// and the part in one ZooKeeper multi-op). Other INSERTs commit in
+/// between: a WHERE that held when the SELECT ran may no longer hold when
+/// the row lands. Two-phase inserts (delivery.hpp) keep the block here
+/// between two steps the test schedules.
+struct staged_block {
+    std::string table;                ///< db.t, looked up again at commit
+    std::vector<row> rows;            ///< defaults filled in; insertion order (row::seq) given at commit
+    std::string bytes;                ///< the block's content: its id when there is no token
+    std::optional<std::string> token; ///< insert_deduplication_token
+};
+
 struct outcome {
     std::vector<std::string> chunks; ///< the reply, as streamed
+    /// An INSERT … SELECT stopped before its commit (interpreter::run's
+    /// `stage_insert_select`): its block, for interpreter::commit.
+    std::optional<staged_block> staged;
     std::uint64_t written_rows = 0;  ///< rows INSERTed (after deduplication)
     /// A quorum INSERT whose quorum is not reached yet: its table and block.
     std::string wait_table;
@@ -31,13 +60,24 @@ public:
     interpreter(server_state& s, const statement& st)
         : s_(s), stmt_(st), quorum_(quorum_settings::of(st, s)), select_(s, quorum_, st.sql) {}
 
-    outcome run() {
+    /// Runs the statement. `stage_insert_select`: an INSERT … SELECT whose
+    /// SELECT produced rows stops before its commit and returns its block
+    /// in outcome::staged (nothing written, nothing deduplicated yet).
+    outcome run(bool stage_insert_select = false) {
+        stage_insert_select_ = stage_insert_select;
         query q = parse(stmt_, s_.sql_dialect);
         std::visit([this](auto& parsed) { (*this)(parsed); }, q);
         if (s_.mutations_read && !s_.mutations_held) // as if they took the moment until the reply
             for (auto& tables : s_.replica_tables)
                 for (auto& [_, t] : tables)
                     apply_mutations(t, s_.eval(), true);
+        return std::move(out_);
+    }
+
+    /// The second step of a staged INSERT: commits its block, deduplication
+    /// decided now, after whatever was committed since the SELECT ran.
+    outcome commit(staged_block b) {
+        commit_block(std::move(b));
         return std::move(out_);
     }
 
@@ -88,31 +128,20 @@ public:
         } else {
             given = read_tab_separated(stmt_.data, cols.size());
         }
-        std::optional<std::string> token;
+        staged_block b{t.qualified_name(), {}, block_bytes(given), std::nullopt};
         if (auto it = q.settings.find("insert_deduplication_token"); it != q.settings.end())
-            token = it->second.s;
-        if (!t.replicated && !admit_block(t, token, given, out_.written_rows))
-            return;
-        part p;
+            b.token = it->second.s;
         for (auto& g : given) {
             if (g.size() != cols.size())
                 throw sim_error{20, "Number of columns doesn't match in: " + stmt_.sql};
-            p.rows.push_back(make_row(t, cols, std::move(g), eval, ++s_.seq));
+            b.rows.push_back(make_row(t, cols, std::move(g), eval, 0));
         }
-        if (t.replicated) {
-            std::uint64_t wait = 0;
-            out_.written_rows += replicated_insert(s_, t, std::move(p), token, quorum_, wait);
-            if (wait) {
-                out_.wait_table = t.qualified_name();
-                out_.wait_block = wait;
-                out_.wait_parallel = quorum_.parallel;
-                out_.wait_timeout_ms = quorum_.timeout_ms;
-            }
+        // No row, no block: nothing reaches the sink, so nothing to commit later.
+        if (stage_insert_select_ && q.source == insert_statement::select && !b.rows.empty()) {
+            out_.staged = std::move(b);
             return;
         }
-        out_.written_rows += p.rows.size();
-        if (!p.rows.empty())
-            t.parts.push_back(std::move(p));
+        commit_block(std::move(b));
     }
 
     void operator()(create_database& q) {
@@ -196,6 +225,31 @@ public:
     void operator()(merges_statement& q) { s_.lookup(q.table).merges_stopped = q.stop; }
 
 private:
+    /// The part's commit: the deduplication check, then the part, as the
+    /// table's sink does (staged_block).
+    void commit_block(staged_block b) {
+        table& t = s_.lookup(b.table);
+        if (!t.replicated && !admit_block(t, b.token, std::move(b.bytes), b.rows.size(), out_.written_rows))
+            return;
+        part p{std::move(b.rows)};
+        for (auto& r : p.rows) // commit order: FINAL's tie-break, and which rows a mutation reaches
+            r.seq = ++s_.seq;
+        if (t.replicated) {
+            std::uint64_t wait = 0;
+            out_.written_rows += replicated_insert(s_, t, std::move(p), b.token, quorum_, wait);
+            if (wait) {
+                out_.wait_table = t.qualified_name();
+                out_.wait_block = wait;
+                out_.wait_parallel = quorum_.parallel;
+                out_.wait_timeout_ms = quorum_.timeout_ms;
+            }
+            return;
+        }
+        out_.written_rows += p.rows.size();
+        if (!p.rows.empty())
+            t.parts.push_back(std::move(p));
+    }
+
     /// ON CLUSTER names the server's cluster (701 otherwise, and on one server).
     void check_cluster(const std::string& name) const {
         if (s_.cluster.empty() || name != s_.cluster)
@@ -213,6 +267,7 @@ private:
     quorum_settings quorum_;
     select_runner select_;
     outcome out_;
+    bool stage_insert_select_ = false;
 };
 
 } // namespace chstate::detail::sim

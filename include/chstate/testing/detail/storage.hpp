@@ -88,26 +88,31 @@ inline std::string block_id(const std::optional<std::string>& token, const std::
     return token ? "token:" + *token : "hash:" + bytes;
 }
 
-/// Whether an INSERT of `given` (deduplication `token`, if any) into a
-/// non-replicated `t` writes its block. Within the last
+/// The bytes of a block given as values, as deduplication compares blocks.
+inline std::string block_bytes(const std::vector<std::vector<value>>& given) {
+    std::string bytes;
+    for (const auto& g : given)
+        append_block_bytes(bytes, g);
+    return bytes;
+}
+
+/// Whether a block of `rows` rows (its content `bytes`, deduplication
+/// `token`, if any) is written into a non-replicated `t`. Within the last
 /// non_replicated_deduplication_window blocks, one with the same id is
 /// dropped, the INSERT still succeeding; a new id is recorded (before the
 /// block is written, as ClickHouse's MergeTreeSink records it).
 /// `counted`: rows a dropped duplicate still reports as written — as chDB
 /// 26.5 counts them for INSERT … SELECT, none for the same bytes again,
 /// all for other bytes.
-inline bool admit_block(table& t, const std::optional<std::string>& token,
-                        const std::vector<std::vector<value>>& given, std::uint64_t& counted) {
-    if (t.dedup_window <= 0 || given.empty()) // no block, no id
+inline bool admit_block(table& t, const std::optional<std::string>& token, std::string bytes, std::size_t rows,
+                        std::uint64_t& counted) {
+    if (t.dedup_window <= 0 || rows == 0) // no block, no id
         return true;
-    std::string bytes;
-    for (const auto& g : given)
-        append_block_bytes(bytes, g);
     std::string id = block_id(token, bytes);
     if (std::find(t.dedup_log.begin(), t.dedup_log.end(), id) != t.dedup_log.end()) {
         auto same = t.dedup_bytes.find(id);
         if (same == t.dedup_bytes.end() || same->second != bytes)
-            counted += given.size();
+            counted += rows;
         return false;
     }
     t.remember_block(std::move(id), std::move(bytes));
