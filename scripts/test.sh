@@ -47,6 +47,23 @@ if [[ $# -eq 0 ]]; then
   else
     echo "faults: no summary line (the suite did not run)" >&2; status=1
   fi
+  # Every statement position of every operation failed, then cancelled, on
+  # the scripted transport (tests/faults_and_cancellation.cpp): both lock
+  # modes, both dialects.
+  line=$(grep -E '^fault-injection: ' "$log" | tail -n 1 || true)
+  if [[ $line =~ ^fault-injection:\ operations=([0-9]+)\ points=([0-9]+)\ unhandled=([0-9]+)\ leaked=([0-9]+)$ ]]; then
+    ((BASH_REMATCH[2] >= 200 && BASH_REMATCH[3] == 0 && BASH_REMATCH[4] == 0)) \
+      || { echo "fault-injection: want at least 200 points, none unhandled or leaked: $line" >&2; status=1; }
+  else
+    echo "fault-injection: no summary line (the sweep did not run)" >&2; status=1
+  fi
+  line=$(grep -E '^cancellation: ' "$log" | tail -n 1 || true)
+  if [[ $line =~ ^cancellation:\ operations=([0-9]+)\ points=([0-9]+)\ threw=([0-9]+)\ ignored=([0-9]+)$ ]]; then
+    ((BASH_REMATCH[2] >= 200 && BASH_REMATCH[3] == 0 && BASH_REMATCH[4] == 0)) \
+      || { echo "cancellation: want at least 200 points, none thrown or ignored: $line" >&2; status=1; }
+  else
+    echo "cancellation: no summary line (the sweep did not run)" >&2; status=1
+  fi
   # The strict lease on chDB under chaos (tests/lease_torture.cpp).
   line=$(grep -E '^lease-torture: holders=' "$log" | tail -n 1 || true)
   if [[ $line =~ ^lease-torture:\ holders=([0-9]+)\ live_overlaps=([0-9]+)\ lost_confirmed=([0-9]+)$ ]]; then

@@ -1118,11 +1118,23 @@ TEST_CASE("cluster: a store over r3,r1,r2 whose replica is killed fails over and
     rig("start");
     const auto t1 = steady::now();
     auto r3 = on(3, cluster_store(schema));
-    const bool caught_up = eventually(60s, [&] {
-        auto a = r3->get("a");
+    std::string last_error;
+    const bool caught_up = eventually(90s, [&] {
+        std::optional<state> a;
+        if (auto ec = code_of([&] { a = r3->get("a"); }, &last_error))
+            return false;
         return v_of(r3->get("k")) == 2 && v_of(r3->get("b")) == 4 && v_of(a) == 3 &&
                a->partial_state.contains("w") == updated;
     }, 500ms);
+    if (!caught_up) { // what r3's replication was doing, for whoever reads the log
+        std::string replica;
+        code_of([&] {
+            replica = sql(3, "SELECT is_readonly, is_session_expired, queue_size, inserts_in_queue, "
+                             "merges_in_queue, absolute_delay, last_queue_update, active_replicas "
+                             "FROM system.replicas WHERE database = '" + schema.name + "' FORMAT Vertical");
+        }, &replica);
+        MESSAGE("r3 not caught up; its last read: " << last_error << "\nits replica state:\n" << replica);
+    }
     CHECK(caught_up);
     CHECK(t.failovers() == failovers); // r1 stays current
     MESSAGE("r3 caught up " << seconds_since(t1) << " s after its restart");
