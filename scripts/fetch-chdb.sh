@@ -19,7 +19,12 @@
 # An existing libchdb.so is never downloaded again.
 set -euo pipefail
 
-VERSION=26.5.3
+# The version: CHSTATE_CHDB_VERSION in chstate/transport/chdb.hpp, the one
+# place it is named; ../include/ from this script both in the repository
+# (scripts/) and installed (PREFIX/bin/).
+version_header=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/include/chstate/transport/chdb.hpp
+VERSION=$(sed -n 's/^#define CHSTATE_CHDB_VERSION "\(.*\)"$/\1/p' "$version_header" 2>/dev/null || true)
+[[ -n $VERSION ]] || { echo "$(basename "${BASH_SOURCE[0]}"): error: no CHSTATE_CHDB_VERSION in $version_header" >&2; exit 1; }
 PKG=@chdb/lib-linux-x64-gnu
 TGZ_NAME=chdb-lib-linux-x64-gnu-$VERSION.tgz
 

@@ -1,10 +1,12 @@
-// chstate/detail/sql.hpp — every statement the store sends, and the quoting
-// rules that keep values out of SQL text.
+// chstate/detail/sql.hpp — the quoting rules that keep values out of SQL
+// text: identifiers, string literals, parameter values, TSV fields.
 //
-// Values travel as {name:Type} parameters. For a server without query
-// parameters (before 19.11), and over HTTP for values of at most
-// inline_parameter_limit bytes, inline_parameters() turns them into quoted
-// literals, the only place a value is ever written into SQL text.
+// Values travel as {name:Type} parameters (the statements themselves are
+// built in detail/statements.hpp). For a server without query parameters
+// (before 20.1: detail/dialect.hpp's server_features), and over HTTP for
+// values of at most inline_parameter_limit bytes, inline_parameters()
+// (detail/dialect.hpp) turns them into literals quoted here, the only
+// place a value is ever written into SQL text.
 #pragma once
 
 #include <chstate/error.hpp>

@@ -32,6 +32,11 @@
 // when connections are left open).
 #pragma once
 
+/// The chDB release chstate is built and tested against, and the one that
+/// scripts/fetch-chdb.sh (installed as chstate-fetch-chdb) fetches. The one
+/// place it is named: the scripts, CMake and Meson read it from here.
+#define CHSTATE_CHDB_VERSION "26.5.3"
+
 #include <chstate/detail/server_error.hpp>
 #include <chstate/detail/sql.hpp>
 #include <chstate/error.hpp>
@@ -222,7 +227,7 @@ private:
         // version is the one that script fetches). XDG: a relative
         // XDG_CACHE_HOME is ignored.
         {
-            constexpr const char* fetched_version = "26.5.3";
+            constexpr const char* fetched_version = CHSTATE_CHDB_VERSION;
             std::string cache_home;
             if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/')
                 cache_home = xdg;
