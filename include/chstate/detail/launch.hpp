@@ -106,10 +106,18 @@ std::shared_ptr<op_control> start_op(const std::shared_ptr<store_core>& core, co
     asio::co_spawn(
         ctl->strand(), run_body<Ts...>(core, diag, std::move(body)),
         asio::bind_cancellation_slot(
-            ctl->slot(), [core, ctl, slot, work = std::move(work), h = std::move(handler)](
+            ctl->slot(), [core = std::shared_ptr<store_core>(core), ctl, slot, work = std::move(work), h = std::move(handler)](
                              std::exception_ptr e, result_of_op<Ts...> r) mutable {
                 ctl->finish();
                 core->remove(ctl);
+                // The operation lets go of the store before its caller
+                // hears: a blocking caller may destroy the store and leave
+                // main() at once, and a last reference dropped here, after
+                // that, would tear down the engine (chDB's connection)
+                // during exit on this thread (seen as a SIGSEGV in
+                // chdb_close_conn at the CLI's exit, under load).
+                core.reset();
+                ctl.reset();
                 if (e) { // only co_spawn's own machinery could get here
                     diagnostics ignored;
                     r = as_error<Ts...>(e, ignored);
