@@ -58,9 +58,10 @@ tsan_cases=(
   # The lock protocol on the real server: background releases (a lease
   # destroyed unreleased), heartbeats on a timer, cancelled acquires, and
   # completion tokens of every kind (coroutine, future, callback).
-  "server: lock:*"
-  "server: strict lock:*"
-  "server: operations accept any completion token*"
+  # (The contract's cases are templated: "<what>" then the fixture's name.)
+  "lock:*<server>"
+  "strict lock:*<server>"
+  "operations accept any completion token*<server>"
 )
 # The simulated lock-schedule explorer runs under ASan+UBSan only: it is one
 # thread deciding the order of every step, so TSan has nothing to find there.

@@ -1,61 +1,22 @@
-// The store contract, written once and included inside a doctest suite by
-// each transport's test file, after `using fixture = …;`. The fixture
-// provides `transport_type` and `transport_type make_transport()`.
-// Included inside a namespace: no #include here (support.hpp has them all).
+// The store contract, written once: doctest templated test cases over a
+// fixture (tests/contract.hpp says what a fixture provides). Each transport's
+// test file includes it once, inside its suite, with
+// CHSTATE_CONTRACT_FIXTURES naming its fixtures. No #include here
+// (contract.hpp and support.hpp have them all).
 
 using namespace chstate;
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-using contract_store = basic_state_store<typename fixture::transport_type>;
-using manual_store = basic_state_store<typename fixture::transport_type, manual_clock>;
+using namespace chstate::test::contract;
 
-/// A store on its own schema with short real-clock lock timings.
-struct store_under_test {
-    fixture fx;
-    typename fixture::transport_type transport = fx.make_transport();
-    store_options options = [] {
-        store_options o;
-        o.schema = test::unique_schema(fixture::name);
-        o.lock = test::fast_locks();
-        return o;
-    }();
-    contract_store store{transport, options};
-
-    std::string raw(const std::string& sql, std::string format = {}) {
-        return test::raw_sql(transport, sql, std::move(format));
-    }
-    std::string table() const { return "`" + options.schema + "`.`state`"; }
-    std::string lock_table() const { return "`" + options.schema + "`.`state_lock`"; }
-};
-
-/// A store on the same transport under simulated time, driven by `ioc`.
-struct timed_store {
-    asio::io_context ioc;
-    manual_clock clock;
-    manual_store store;
-    timed_store(typename fixture::transport_type t, store_options o)
-        : store(ioc.get_executor(), std::move(t), std::move(o), clock) {}
-    timed_store(typename fixture::transport_type t, store_options o, manual_clock c)
-        : clock(c), store(ioc.get_executor(), std::move(t), std::move(o), clock) {}
-    // Let background releases and in-flight statements finish before the
-    // io_context they complete on goes away.
-    ~timed_store() { clock.run(ioc); }
-};
-
-inline json::object obj(std::string_view text) { return json::parse(text).as_object(); }
-
-inline state make_state(std::string id, std::string_view partial, std::string_view completed) {
-    return state{std::move(id), obj(partial), obj(completed)};
-}
-
-TEST_CASE("get of an unknown id is 'no state', not an empty state") {
-    store_under_test t;
+CONTRACT_CASE("get of an unknown id is 'no state', not an empty state") {
+    store_under_test<fixture> t;
     CHECK_FALSE(t.store.get("nobody").has_value());
 }
 
-TEST_CASE("set then get round-trips both parts") {
-    store_under_test t;
+CONTRACT_CASE("set then get round-trips both parts") {
+    store_under_test<fixture> t;
     auto s = make_state("dev:tap-a-to-target-b", R"({"singer_state":{"bookmarks":{"users":{"id":41}}}})",
                         R"({"singer_state":{"bookmarks":{"users":{"id":40}}}})");
     t.store.set(s);
@@ -64,8 +25,8 @@ TEST_CASE("set then get round-trips both parts") {
     CHECK(*got == s);
 }
 
-TEST_CASE("empty parts are stored as NULL and read back as {}") {
-    store_under_test t;
+CONTRACT_CASE("empty parts are stored as NULL and read back as {}") {
+    store_under_test<fixture> t;
     t.store.set(state{"only-id", {}, {}});
     CHECK(t.raw("SELECT isNull(partial_state), isNull(completed_state) FROM " + t.table()) == "1\t1\n");
     auto got = t.store.get("only-id");
@@ -74,8 +35,8 @@ TEST_CASE("empty parts are stored as NULL and read back as {}") {
     CHECK(got->completed_state.empty());
 }
 
-TEST_CASE("the newest write wins") {
-    store_under_test t;
+CONTRACT_CASE("the newest write wins") {
+    store_under_test<fixture> t;
     for (int i = 0; i < 5; ++i)
         t.store.set(make_state("job", "{}", R"({"n":)" + std::to_string(i) + "}"));
     auto got = t.store.get("job");
@@ -83,8 +44,8 @@ TEST_CASE("the newest write wins") {
     CHECK(got->completed_state.at("n").as_int64() == 4);
 }
 
-TEST_CASE("update with an incomplete state merges its partial onto the stored partial") {
-    store_under_test t;
+CONTRACT_CASE("update with an incomplete state merges its partial onto the stored partial") {
+    store_under_test<fixture> t;
     t.store.set(make_state("job", R"({"a":{"x":1,"y":2},"keep":true})", R"({"done":1})"));
     auto written = t.store.update(make_state("job", R"({"a":{"y":20,"z":30},"list":[1]})", "{}"));
     auto expected = make_state("job", R"({"a":{"x":1,"y":20,"z":30},"keep":true,"list":[1]})", R"({"done":1})");
@@ -92,29 +53,29 @@ TEST_CASE("update with an incomplete state merges its partial onto the stored pa
     CHECK(t.store.get("job") == expected);
 }
 
-TEST_CASE("update with a complete state replaces the stored state") {
-    store_under_test t;
+CONTRACT_CASE("update with a complete state replaces the stored state") {
+    store_under_test<fixture> t;
     t.store.set(make_state("job", R"({"old":1})", R"({"done":1})"));
     auto incoming = make_state("job", "{}", R"({"done":2})");
     CHECK(t.store.update(incoming) == incoming);
     CHECK(t.store.get("job") == incoming);
 }
 
-TEST_CASE("update of an unknown id writes the incoming state") {
-    store_under_test t;
+CONTRACT_CASE("update of an unknown id writes the incoming state") {
+    store_under_test<fixture> t;
     auto incoming = make_state("fresh", R"({"p":1})", "{}");
     t.store.update(incoming);
     CHECK(t.store.get("fresh") == incoming);
 }
 
-TEST_CASE("update leaves no lock row behind") {
-    store_under_test t;
+CONTRACT_CASE("update leaves no lock row behind") {
+    store_under_test<fixture> t;
     t.store.update(make_state("job", R"({"p":1})", "{}"));
     CHECK(t.raw("SELECT count() FROM " + t.lock_table() + " WHERE state_id = 'job'") == "0\n");
 }
 
-TEST_CASE("delete_state removes the state") {
-    store_under_test t;
+CONTRACT_CASE("delete_state removes the state") {
+    store_under_test<fixture> t;
     t.store.set(make_state("a", R"({"p":1})", "{}"));
     t.store.set(make_state("b", R"({"p":2})", "{}"));
     t.store.delete_state("a");
@@ -123,16 +84,16 @@ TEST_CASE("delete_state removes the state") {
     CHECK(t.store.state_ids() == std::vector<std::string>{"b"});
 }
 
-TEST_CASE("clear deletes under the lock") {
-    store_under_test t;
+CONTRACT_CASE("clear deletes under the lock") {
+    store_under_test<fixture> t;
     t.store.set(make_state("a", R"({"p":1})", "{}"));
     t.store.clear("a");
     CHECK_FALSE(t.store.get("a"));
     CHECK(t.raw("SELECT count() FROM " + t.lock_table()) == "0\n");
 }
 
-TEST_CASE("clear_all counts the states it removes") {
-    store_under_test t;
+CONTRACT_CASE("clear_all counts the states it removes") {
+    store_under_test<fixture> t;
     CHECK(t.store.clear_all() == 0);
     for (int i = 0; i < 7; ++i)
         t.store.set(make_state("id" + std::to_string(i), R"({"p":1})", "{}"));
@@ -142,8 +103,8 @@ TEST_CASE("clear_all counts the states it removes") {
     CHECK(t.store.clear_all() == 0);
 }
 
-TEST_CASE("state_ids: no pattern and * list every id, sorted and distinct") {
-    store_under_test t;
+CONTRACT_CASE("state_ids: no pattern and * list every id, sorted and distinct") {
+    store_under_test<fixture> t;
     for (auto id : {"b", "a", "c", "a"})
         t.store.set(make_state(id, "{}", R"({"x":1})"));
     std::vector<std::string> all{"a", "b", "c"};
@@ -152,15 +113,15 @@ TEST_CASE("state_ids: no pattern and * list every id, sorted and distinct") {
     CHECK(t.store.state_ids("") == all);
 }
 
-TEST_CASE("state_ids: dev_a* does not match devXa (underscore is literal)") {
-    store_under_test t;
+CONTRACT_CASE("state_ids: dev_a* does not match devXa (underscore is literal)") {
+    store_under_test<fixture> t;
     for (auto id : {"dev_a1", "dev_a2", "devXa1", "dev_b1"})
         t.store.set(make_state(id, "{}", R"({"x":1})"));
     CHECK(t.store.state_ids("dev_a*") == std::vector<std::string>{"dev_a1", "dev_a2"});
 }
 
-TEST_CASE("state_ids: % and backslash in ids are literal; ? matches one character") {
-    store_under_test t;
+CONTRACT_CASE("state_ids: % and backslash in ids are literal; ? matches one character") {
+    store_under_test<fixture> t;
     for (auto id : {"100%done", "100xdone", "a\\b", "a\\\\b", "axb", "job1", "job12"})
         t.store.set(make_state(id, "{}", R"({"x":1})"));
     CHECK(t.store.state_ids("100%*") == std::vector<std::string>{"100%done"});
@@ -170,8 +131,8 @@ TEST_CASE("state_ids: % and backslash in ids are literal; ? matches one characte
     CHECK(t.store.state_ids("nomatch*").empty());
 }
 
-TEST_CASE("get_all visits every state in id order") {
-    store_under_test t;
+CONTRACT_CASE("get_all visits every state in id order") {
+    store_under_test<fixture> t;
     std::vector<state> written;
     for (int i = 0; i < 50; ++i)
         written.push_back(make_state("s" + std::to_string(1000 + i), R"({"i":)" + std::to_string(i) + "}", "{}"));
@@ -182,7 +143,7 @@ TEST_CASE("get_all visits every state in id order") {
     CHECK(seen == written);
 }
 
-TEST_CASE("get_all streams: the reply arrives in chunks smaller than the table") {
+CONTRACT_CASE("get_all streams: the reply arrives in chunks smaller than the table") {
     fixture fx;
     test::counting_transport<typename fixture::transport_type> counting(fx.make_transport());
     store_options o;
@@ -206,7 +167,7 @@ TEST_CASE("get_all streams: the reply arrives in chunks smaller than the table")
     CHECK(counting.stats().largest_chunk < counting.stats().bytes / 2);
 }
 
-TEST_CASE("set_all writes every state with one INSERT (monotonic: after one version read)") {
+CONTRACT_CASE("set_all writes every state with one INSERT (monotonic: after one version read)") {
     for (auto versions : {write_versions::monotonic, write_versions::clock}) {
         CAPTURE(int(versions));
         fixture fx;
@@ -230,15 +191,15 @@ TEST_CASE("set_all writes every state with one INSERT (monotonic: after one vers
     }
 }
 
-TEST_CASE("set_all refuses the whole batch when one state is invalid") {
-    store_under_test t;
+CONTRACT_CASE("set_all refuses the whole batch when one state is invalid") {
+    store_under_test<fixture> t;
     std::vector<state> states{make_state("ok", "{}", R"({"x":1})"), state{"", {}, {}}};
     CHECK_THROWS_AS(t.store.set_all(states), chstate::error);
     CHECK(t.store.state_ids().empty());
 }
 
-TEST_CASE("copy copies both parts and keeps the source") {
-    store_under_test t;
+CONTRACT_CASE("copy copies both parts and keeps the source") {
+    store_under_test<fixture> t;
     auto src = make_state("src", R"({"p":1})", R"({"c":1})");
     t.store.set(src);
     t.store.copy("src", "dst");
@@ -249,16 +210,16 @@ TEST_CASE("copy copies both parts and keeps the source") {
     CHECK(dst->completed_state == src.completed_state);
 }
 
-TEST_CASE("move copies, then clears the source") {
-    store_under_test t;
+CONTRACT_CASE("move copies, then clears the source") {
+    store_under_test<fixture> t;
     t.store.set(make_state("src", R"({"p":1})", R"({"c":1})"));
     t.store.move("src", "dst");
     CHECK_FALSE(t.store.get("src"));
     CHECK(t.store.get("dst"));
 }
 
-TEST_CASE("merge folds the source's merged view into the destination as a partial update") {
-    store_under_test t;
+CONTRACT_CASE("merge folds the source's merged view into the destination as a partial update") {
+    store_under_test<fixture> t;
     t.store.set(make_state("src", R"({"b":{"y":2}})", R"({"a":1,"b":{"x":1}})"));
     t.store.set(make_state("dst", R"({"b":{"z":3}})", R"({"done":true})"));
     auto written = t.store.merge("src", "dst");
@@ -268,8 +229,8 @@ TEST_CASE("merge folds the source's merged view into the destination as a partia
     CHECK(t.store.get("dst") == expected);
 }
 
-TEST_CASE("copy, move and merge from an unknown source fail with state_not_found") {
-    store_under_test t;
+CONTRACT_CASE("copy, move and merge from an unknown source fail with state_not_found") {
+    store_under_test<fixture> t;
     auto expect_not_found = [](auto&& call) {
         try {
             call();
@@ -284,8 +245,8 @@ TEST_CASE("copy, move and merge from an unknown source fail with state_not_found
     CHECK_FALSE(t.store.get("dst"));
 }
 
-TEST_CASE("hostile ids and values round-trip and never reach SQL text") {
-    store_under_test t;
+CONTRACT_CASE("hostile ids and values round-trip and never reach SQL text") {
+    store_under_test<fixture> t;
     const std::string ids[] = {"x'); DROP TABLE state; --", "quote ' back \\ tab \t nl \n end",
                                "{state_id:String}", "`backtick`", "unicode ✓ 状态", std::string("nul\0inside", 10)};
     for (const auto& id : ids) {
@@ -298,8 +259,8 @@ TEST_CASE("hostile ids and values round-trip and never reach SQL text") {
     CHECK(t.store.state_ids().size() == std::size(ids));
 }
 
-TEST_CASE("a row written the way the seed writes it is read by the store") {
-    store_under_test t;
+CONTRACT_CASE("a row written the way the seed writes it is read by the store") {
+    store_under_test<fixture> t;
     t.store.ensure_schema();
     t.raw("INSERT INTO " + t.table() +
           " (state_id, partial_state, completed_state) VALUES "
@@ -311,8 +272,8 @@ TEST_CASE("a row written the way the seed writes it is read by the store") {
     CHECK_FALSE(got->is_complete());
 }
 
-TEST_CASE("a state written by the store is read by the seed's SELECT") {
-    store_under_test t;
+CONTRACT_CASE("a state written by the store is read by the seed's SELECT") {
+    store_under_test<fixture> t;
     t.store.set(make_state("dev:ours", R"({"p":1})", R"({"c":{"d":2}})"));
     auto row = t.raw("SELECT partial_state, completed_state FROM " + t.table() +
                          " FINAL WHERE state_id = 'dev:ours' LIMIT 1",
@@ -322,8 +283,8 @@ TEST_CASE("a state written by the store is read by the seed's SELECT") {
     CHECK(json::parse(v.at("completed_state").as_string()) == json::parse(R"({"c":{"d":2}})"));
 }
 
-TEST_CASE("ensure_schema creates the seed's tables") {
-    store_under_test t;
+CONTRACT_CASE("ensure_schema creates the seed's tables") {
+    store_under_test<fixture> t;
     t.store.ensure_schema();
     t.store.ensure_schema(); // idempotent
     // Servers without DateTime64 (< 20.1) get chstate's own version column
@@ -344,8 +305,8 @@ TEST_CASE("ensure_schema creates the seed's tables") {
     CHECK(lock_columns == "state_id\tString\nlock_id\tString\nlocked_at\tDateTime\n");
 }
 
-TEST_CASE("bad input is a typed error and writes nothing") {
-    store_under_test t;
+CONTRACT_CASE("bad input is a typed error and writes nothing") {
+    store_under_test<fixture> t;
     auto expect_invalid = [](auto&& call) {
         try {
             call();
@@ -362,8 +323,8 @@ TEST_CASE("bad input is a typed error and writes nothing") {
     CHECK(t.store.state_ids().empty());
 }
 
-TEST_CASE("a stored part that is not a JSON object is reported as corrupt_state") {
-    store_under_test t;
+CONTRACT_CASE("a stored part that is not a JSON object is reported as corrupt_state") {
+    store_under_test<fixture> t;
     t.store.ensure_schema();
     t.raw("INSERT INTO " + t.table() + " (state_id, partial_state, completed_state) VALUES ('bad', '[1,2', NULL)");
     try {
@@ -375,8 +336,8 @@ TEST_CASE("a stored part that is not a JSON object is reported as corrupt_state"
     }
 }
 
-TEST_CASE("operations accept any completion token: coroutine, future, callback") {
-    store_under_test t;
+CONTRACT_CASE("operations accept any completion token: coroutine, future, callback") {
+    store_under_test<fixture> t;
     asio::io_context ioc;
     auto s = make_state("tokens", R"({"p":1})", "{}");
     // coroutine
@@ -413,8 +374,8 @@ TEST_CASE("operations accept any completion token: coroutine, future, callback")
     CHECK(fut2.get() == 1);
 }
 
-TEST_CASE("diagnostics carry the server's message for a failing statement") {
-    store_under_test t;
+CONTRACT_CASE("diagnostics carry the server's message for a failing statement") {
+    store_under_test<fixture> t;
     diagnostics diag;
     std::string out;
     statement bad{"SELECT nosuchfunction_xyz()", {}, "TabSeparated", {}, true};
@@ -433,12 +394,12 @@ TEST_CASE("diagnostics carry the server's message for a failing statement") {
 
 // ---- the lock, on simulated time ------------------------------------------
 
-TEST_CASE("lock: an uncontended acquire takes exactly the settle time") {
+CONTRACT_CASE("lock: an uncontended acquire takes exactly the settle time") {
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
     o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
-    timed_store ts(fx.make_transport(), o);
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto fut = ts.store.async_acquire_lock("job", asio::use_future);
     auto elapsed = ts.clock.run(ts.ioc);
     auto lease = fut.get();
@@ -452,12 +413,12 @@ TEST_CASE("lock: an uncontended acquire takes exactly the settle time") {
     CHECK_FALSE(lease.held());
 }
 
-TEST_CASE("lock: a second client gives up after the 30 s timeout with state_id_locked") {
+CONTRACT_CASE("lock: a second client gives up after the 30 s timeout with state_id_locked") {
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
     o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
-    timed_store ts(fx.make_transport(), o);
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
     auto lease = first.get();
@@ -473,12 +434,12 @@ TEST_CASE("lock: a second client gives up after the 30 s timeout with state_id_l
     CHECK(std::chrono::steady_clock::now() - wall_start < std::chrono::seconds(10));
 }
 
-TEST_CASE("lock: a released lock is acquired by the next client") {
+CONTRACT_CASE("lock: a released lock is acquired by the next client") {
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
     o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
-    timed_store ts(fx.make_transport(), o);
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
     auto lease = first.get();
@@ -490,12 +451,12 @@ TEST_CASE("lock: a released lock is acquired by the next client") {
     CHECK(second.get().held());
 }
 
-TEST_CASE("lock: a lease destroyed without release frees the lock in the background") {
+CONTRACT_CASE("lock: a lease destroyed without release frees the lock in the background") {
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
     o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
-    timed_store ts(fx.make_transport(), o);
+    timed_store<fixture> ts(fx.make_transport(), o);
     {
         auto first = ts.store.async_acquire_lock("job", asio::use_future);
         ts.clock.run(ts.ioc);
@@ -508,12 +469,12 @@ TEST_CASE("lock: a lease destroyed without release frees the lock in the backgro
     CHECK(elapsed == o.lock.settle); // no retry was needed
 }
 
-TEST_CASE("lock: a holder older than the stale age is cleaned up and the lock taken") {
+CONTRACT_CASE("lock: a holder older than the stale age is cleaned up and the lock taken") {
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
     o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
-    timed_store ts(fx.make_transport(), o);
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
     auto abandoned = first.get();
@@ -531,13 +492,13 @@ TEST_CASE("lock: a holder older than the stale age is cleaned up and the lock ta
     CHECK(elapsed < o.lock.settle + o.lock.retry_interval);
 }
 
-TEST_CASE("lock: a holder younger than the stale age is not cleaned up") {
+CONTRACT_CASE("lock: a holder younger than the stale age is not cleaned up") {
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
     o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
     o.lock.timeout = 5s;
-    timed_store ts(fx.make_transport(), o);
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
     auto lease = first.get();
@@ -548,16 +509,16 @@ TEST_CASE("lock: a holder younger than the stale age is not cleaned up") {
     CHECK(ec == errc::state_id_locked);
 }
 
-TEST_CASE("lock: clients with skewed clocks can be expressed (a clock 6 min ahead sees the holder as stale)") {
+CONTRACT_CASE("lock: clients with skewed clocks can be expressed (a clock 6 min ahead sees the holder as stale)") {
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
     o.lock.mode = lock_mode::seed_compatible; // the seed protocol's timings
-    timed_store holder(fx.make_transport(), o);
+    timed_store<fixture> holder(fx.make_transport(), o);
     auto first = holder.store.async_acquire_lock("job", asio::use_future);
     holder.clock.run(holder.ioc);
     auto lease = first.get();
-    timed_store ahead(fx.make_transport(), o, holder.clock.skewed(6min));
+    timed_store<fixture> ahead(fx.make_transport(), o, holder.clock.skewed(6min));
     auto second = ahead.store.async_acquire_lock("job", asio::use_future);
     ahead.clock.run(ahead.ioc);
     // The seed's protocol trusts each client's clock: the skewed client
@@ -565,11 +526,11 @@ TEST_CASE("lock: clients with skewed clocks can be expressed (a clock 6 min ahea
     CHECK(second.get().held());
 }
 
-TEST_CASE("lock: cancelling an acquire withdraws its candidate row") {
-    store_under_test t; // for raw SQL on the same schema
+CONTRACT_CASE("lock: cancelling an acquire withdraws its candidate row") {
+    store_under_test<fixture> t; // for raw SQL on the same schema
     store_options seed_options = t.options;
     seed_options.lock.mode = lock_mode::seed_compatible;
-    timed_store ts(t.fx.make_transport(), seed_options);
+    timed_store<fixture> ts(t.fx.make_transport(), seed_options);
     auto ready = ts.store.async_ensure_schema(asio::use_future);
     ts.clock.run(ts.ioc);
     ready.get();
@@ -590,37 +551,10 @@ TEST_CASE("lock: cancelling an acquire withdraws its candidate row") {
 
 // ---- the strict lock (lock_mode::strict), on simulated time -----------------
 
-/// True when the transport's server has insert_deduplication_token.
-inline bool strict_supported(fixture& fx) {
-    auto t = fx.make_transport();
-    auto v = test::raw_sql(t, "SELECT version()");
-    return detail::server_features::from_version(v).dedup_token;
-}
-
-inline store_options strict_options() {
-    store_options o;
-    o.schema = test::unique_schema(fixture::name);
-    o.lock.mode = lock_mode::strict;
-    return o;
-}
-
-/// True when strict mode can run here; otherwise checks that asking for it
-/// fails with errc::unsupported (so no strict case passes without asserting).
-inline bool strict_or_unsupported(fixture& fx) {
-    if (strict_supported(fx))
-        return true;
-    timed_store ts(fx.make_transport(), strict_options());
-    error_code ec;
-    ts.store.async_acquire_lock("job", [&](error_code e, auto) { ec = e; });
-    ts.clock.run(ts.ioc);
-    CHECK(ec == errc::unsupported);
-    return false;
-}
-
-TEST_CASE("strict lock: an uncontended acquire takes no simulated time; tokens increase per id") {
+CONTRACT_CASE("strict lock: an uncontended acquire takes no simulated time; tokens increase per id") {
     fixture fx;
-    auto o = strict_options();
-    timed_store ts(fx.make_transport(), o);
+    auto o = strict_options<fixture>();
+    timed_store<fixture> ts(fx.make_transport(), o);
     if (!strict_supported(fx)) {
         diagnostics diag;
         error_code ec;
@@ -648,12 +582,12 @@ TEST_CASE("strict lock: an uncontended acquire takes no simulated time; tokens i
     CHECK(other.get().token() == 1);
 }
 
-TEST_CASE("strict lock: uncontended update() and clear() take no simulated time") {
+CONTRACT_CASE("strict lock: uncontended update() and clear() take no simulated time") {
     fixture fx;
     if (!strict_or_unsupported(fx))
         return;
-    auto o = strict_options();
-    timed_store ts(fx.make_transport(), o);
+    auto o = strict_options<fixture>();
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto fut = ts.store.async_update(make_state("job", R"({"a":1})", "{}"), asio::use_future);
     CHECK(ts.clock.run(ts.ioc) == duration::zero());
     CHECK(fut.get().partial_state == obj(R"({"a":1})"));
@@ -668,12 +602,12 @@ TEST_CASE("strict lock: uncontended update() and clear() take no simulated time"
     CHECK_FALSE(got.get().has_value());
 }
 
-TEST_CASE("strict lock: a second client gives up after the timeout with state_id_locked") {
+CONTRACT_CASE("strict lock: a second client gives up after the timeout with state_id_locked") {
     fixture fx;
     if (!strict_or_unsupported(fx))
         return;
-    auto o = strict_options();
-    timed_store ts(fx.make_transport(), o);
+    auto o = strict_options<fixture>();
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
     auto lease = first.get();
@@ -687,12 +621,12 @@ TEST_CASE("strict lock: a second client gives up after the timeout with state_id
     CHECK(elapsed <= o.lock.timeout + o.lock.retry_interval);
 }
 
-TEST_CASE("strict lock: an expired lease is taken over and the old holder is fenced off") {
+CONTRACT_CASE("strict lock: an expired lease is taken over and the old holder is fenced off") {
     fixture fx;
     if (!strict_or_unsupported(fx))
         return;
-    auto o = strict_options();
-    timed_store ts(fx.make_transport(), o);
+    auto o = strict_options<fixture>();
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
     auto old = first.get();
@@ -718,18 +652,18 @@ TEST_CASE("strict lock: an expired lease is taken over and the old holder is fen
     error_code third_ec;
     auto o2 = o;
     o2.lock.timeout = 2s;
-    timed_store other(fx.make_transport(), o2, ts.clock);
+    timed_store<fixture> other(fx.make_transport(), o2, ts.clock);
     other.store.async_acquire_lock("job", [&](error_code e, auto) { third_ec = e; });
     other.clock.run(other.ioc);
     CHECK(third_ec == errc::state_id_locked);
 }
 
-TEST_CASE("strict lock: set(lease, s) writes while the grant is current; after a takeover it is refused") {
+CONTRACT_CASE("strict lock: set(lease, s) writes while the grant is current; after a takeover it is refused") {
     fixture fx;
     if (!strict_or_unsupported(fx))
         return;
-    auto o = strict_options();
-    timed_store ts(fx.make_transport(), o);
+    auto o = strict_options<fixture>();
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto run = [&](auto fut) {
         ts.clock.run(ts.ioc);
         return fut.get();
@@ -753,11 +687,11 @@ TEST_CASE("strict lock: set(lease, s) writes while the grant is current; after a
     CHECK(run(ts.store.async_get("job", asio::use_future))->completed_state == obj(R"({"n":3})"));
 }
 
-TEST_CASE("strict lock: release prunes an id's older grant events, tokens keep increasing") {
+CONTRACT_CASE("strict lock: release prunes an id's older grant events, tokens keep increasing") {
     fixture fx;
     if (!strict_or_unsupported(fx))
         return;
-    timed_store ts(fx.make_transport(), strict_options());
+    timed_store<fixture> ts(fx.make_transport(), strict_options<fixture>());
     std::uint64_t last = 0;
     for (int i = 0; i < 70; ++i) {
         auto fut = ts.store.async_acquire_lock("job", asio::use_future);
@@ -775,8 +709,8 @@ TEST_CASE("strict lock: release prunes an id's older grant events, tokens keep i
     CHECK(test::raw_sql(t, "SELECT min(token), count() FROM " + grant) == "64\t14\n");
 }
 
-TEST_CASE("set(lease, s): a lease for another id is invalid_argument; a released one is lock_lost") {
-    store_under_test t;
+CONTRACT_CASE("set(lease, s): a lease for another id is invalid_argument; a released one is lock_lost") {
+    store_under_test<fixture> t;
     auto lease = t.store.acquire_lock("job");
     diagnostics diag;
     CHECK_THROWS_WITH_AS(t.store.set(lease, make_state("other", "{}", "{}")),
@@ -793,13 +727,13 @@ TEST_CASE("set(lease, s): a lease for another id is invalid_argument; a released
     CHECK(t.store.get("job")->partial_state == obj(R"({"a":1})"));
 }
 
-TEST_CASE("strict lock: renewing extends the lease past its first expiry") {
+CONTRACT_CASE("strict lock: renewing extends the lease past its first expiry") {
     fixture fx;
     if (!strict_or_unsupported(fx))
         return;
-    auto o = strict_options();
+    auto o = strict_options<fixture>();
     o.lock.timeout = 5s;
-    timed_store ts(fx.make_transport(), o);
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
     auto lease = first.get();
@@ -817,12 +751,12 @@ TEST_CASE("strict lock: renewing extends the lease past its first expiry") {
     CHECK_NOTHROW(still.get());
 }
 
-TEST_CASE("strict lock: hostile ids reach the deduplication token only through quote_string") {
+CONTRACT_CASE("strict lock: hostile ids reach the deduplication token only through quote_string") {
     fixture fx;
     if (!strict_or_unsupported(fx))
         return;
-    auto o = strict_options();
-    timed_store ts(fx.make_transport(), o);
+    auto o = strict_options<fixture>();
+    timed_store<fixture> ts(fx.make_transport(), o);
     for (std::string id : {std::string("it's"), std::string("a\\'; DROP TABLE x; --"), std::string("x/1"),
                            std::string("x"), std::string("new\nline")}) {
         for (std::uint64_t expected = 1; expected <= 2; ++expected) {
@@ -837,11 +771,11 @@ TEST_CASE("strict lock: hostile ids reach the deduplication token only through q
     }
 }
 
-TEST_CASE("lock_mode::automatic: strict on the embedded engine only") {
+CONTRACT_CASE("lock_mode::automatic: strict on the embedded engine only") {
     fixture fx;
     store_options o;
     o.schema = test::unique_schema(fixture::name);
-    timed_store ts(fx.make_transport(), o);
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto fut = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
     auto lease = fut.get();
@@ -849,12 +783,12 @@ TEST_CASE("lock_mode::automatic: strict on the embedded engine only") {
     CHECK((lease.token() != 0) == embedded);
 }
 
-TEST_CASE("strict lock: a heartbeat keeps the lease past lease_ttl and stops with the release") {
+CONTRACT_CASE("strict lock: a heartbeat keeps the lease past lease_ttl and stops with the release") {
     fixture fx;
     if (!strict_or_unsupported(fx))
         return;
-    auto o = strict_options();
-    timed_store ts(fx.make_transport(), o);
+    auto o = strict_options<fixture>();
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
     auto lease = first.get();
@@ -864,7 +798,7 @@ TEST_CASE("strict lock: a heartbeat keeps the lease past lease_ttl and stops wit
     CHECK(lost == 0);
     auto o2 = o;
     o2.lock.timeout = 1s;
-    timed_store other(fx.make_transport(), o2, ts.clock);
+    timed_store<fixture> other(fx.make_transport(), o2, ts.clock);
     error_code ec;
     other.store.async_acquire_lock("job", [&](error_code e, auto) { ec = e; });
     other.clock.run(other.ioc, 10s);
@@ -875,12 +809,12 @@ TEST_CASE("strict lock: a heartbeat keeps the lease past lease_ttl and stops wit
     CHECK(lost == 0);
 }
 
-TEST_CASE("strict lock: a heartbeat that cannot renew reports the loss once") {
+CONTRACT_CASE("strict lock: a heartbeat that cannot renew reports the loss once") {
     fixture fx;
     if (!strict_or_unsupported(fx))
         return;
-    auto o = strict_options();
-    timed_store ts(fx.make_transport(), o);
+    auto o = strict_options<fixture>();
+    timed_store<fixture> ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
     auto lease = first.get();

@@ -2,6 +2,7 @@
 //
 // A missing libchdb.so fails every case here with the loader's message
 // (run scripts/fetch-chdb.sh, or the README's test command, which does).
+#include "contract.hpp"
 #include "simulator_self_check.hpp"
 #include "support.hpp"
 
@@ -43,11 +44,14 @@ struct any_embedded_fixture {
 
 } // namespace embedded_tests
 
-// A named enclosing namespace: doctest's generated suite namespaces may
-// collide between translation units.
+// The contract on chDB, and again through any_transport (what
+// chstate::open() returns): one templated case per fixture.
+CHSTATE_FIXTURE_NAME(embedded_tests::embedded_fixture);
+CHSTATE_FIXTURE_NAME(embedded_tests::any_embedded_fixture);
+#define CHSTATE_CONTRACT_FIXTURES embedded_tests::embedded_fixture, embedded_tests::any_embedded_fixture
+#define CHSTATE_DATA_FIXTURES embedded_tests::embedded_fixture
 namespace embedded_contract {
 TEST_SUITE("embedded") {
-    using fixture = embedded_tests::embedded_fixture;
 #include "contract_cases.ipp"
 #include "fidelity_cases.ipp"
 #include "lossless_cases.ipp"
@@ -55,19 +59,8 @@ TEST_SUITE("embedded") {
 #include "hostile_input_cases.ipp"
 }
 } // namespace embedded_contract
-
-// The contract again, through any_transport (doctest keys cases by file,
-// line and name: the prefix keeps these apart from the lines above).
-namespace any_embedded_contract {
-#undef TEST_CASE
-#define TEST_CASE(name) DOCTEST_TEST_CASE("any_transport: " name)
-TEST_SUITE("embedded") {
-    using fixture = embedded_tests::any_embedded_fixture;
-#include "contract_cases.ipp"
-}
-#undef TEST_CASE
-#define TEST_CASE(name) DOCTEST_TEST_CASE(name)
-} // namespace any_embedded_contract
+#undef CHSTATE_CONTRACT_FIXTURES
+#undef CHSTATE_DATA_FIXTURES
 
 namespace embedded_strict {
 using namespace chstate;

@@ -1,6 +1,6 @@
 // Exact values, measured against Python's json module (README "Exact
-// values"). Included once per transport, inside that transport's suite,
-// after contract_cases.ipp (which defines store_under_test).
+// values"). Templated test cases over the data fixtures (DATA_CASE,
+// tests/contract.hpp), included once per test file, inside its suite.
 //
 // tests/fidelity/corpus.py writes what Python's json.dumps produces for
 // edge cases and 1,000 random nested states. Each case is stored raw, as a
@@ -57,7 +57,7 @@ inline int shell(const std::string& command) {
 
 } // namespace fidelity
 
-TEST_CASE("fidelity: what Python's json writes survives get, update, copy, merge, set_all/get_all, the CLI form and a "
+DATA_CASE("fidelity: what Python's json writes survives get, update, copy, merge, set_all/get_all, the CLI form and a "
           "user's get-modify-set") {
     namespace fs = std::filesystem;
     const char* base = std::getenv("CHSTATE_TEST_DIR");

@@ -1,11 +1,23 @@
 // The hostile-input suite (issue 11): ids, patterns, states and URIs a
-// hostile or careless user could pass, on every transport. Included once per
-// transport, inside its suite, after contract_cases.ipp (store_under_test).
+// hostile or careless user could pass, on every transport. Templated test
+// cases over the data fixtures (DATA_CASE, tests/contract.hpp), included once
+// per test file, inside its suite.
 // Each input is one case of test::hostile() (tests/tallies.hpp): counted
 // when it has run, and counted as a failure when any of its checks failed
 // (each failed check is also a failed doctest check, naming the case).
 
 namespace hostile_input {
+
+/// The engine the running case is on, named in every failed check (the
+/// cases are templated over the fixture; a case sets it with engine_scope).
+inline std::string& current_engine() {
+    static thread_local std::string name;
+    return name;
+}
+struct engine_scope {
+    explicit engine_scope(const char* name) { current_engine() = name; }
+    ~engine_scope() { current_engine().clear(); }
+};
 
 /// One input: counted on construction, a failure counted on destruction
 /// when any check failed.
@@ -22,7 +34,7 @@ public:
     bool check(bool ok, const std::string& what) {
         if (!ok) {
             failed_ = true;
-            const std::string message = std::string(fixture::name) + " / " + label_ + ": " + what;
+            const std::string message = current_engine() + " / " + label_ + ": " + what;
             FAIL_CHECK(message);
         }
         return ok;
@@ -504,9 +516,10 @@ inline void chdb_uri_cases() {
 
 // ---- ids ------------------------------------------------------------------------
 
-TEST_CASE("hostile-input: ids round-trip byte for byte through set, get and state_ids") {
+DATA_CASE("hostile-input: ids round-trip byte for byte through set, get and state_ids") {
+    hostile_input::engine_scope engine(fixture::name);
     using namespace hostile_input;
-    store_under_test t;
+    store_under_test<fixture> t;
     t.store.ensure_schema();
     const state sentinel{"sentinel", object{{"p", "s"}}, object{{"n", -1}}};
     t.store.set(sentinel);
@@ -622,9 +635,10 @@ TEST_CASE("hostile-input: ids round-trip byte for byte through set, get and stat
 
 // ---- patterns -----------------------------------------------------------------
 
-TEST_CASE("hostile-input: state_ids(glob) matches as the reference glob does: * and ? wildcards, all else literal") {
+DATA_CASE("hostile-input: state_ids(glob) matches as the reference glob does: * and ? wildcards, all else literal") {
+    hostile_input::engine_scope engine(fixture::name);
     using namespace hostile_input;
-    store_under_test t;
+    store_under_test<fixture> t;
     const std::vector<std::string> ids = {
         "a", "ab", "a*b", "a%b", "a_b", "axb", "a\\b", "a'b", "a?b", "a\tb", "a\nb", std::string("a\0b", 3),
         "a\xff" "b", "a\xc3\xa9" "b", "a\xc3" "b", "a%", "a_", "%", "_", "\\", "'", "*", "?", "x\x01y", "\xff",
@@ -701,9 +715,10 @@ TEST_CASE("hostile-input: state_ids(glob) matches as the reference glob does: * 
 
 // ---- states ---------------------------------------------------------------------
 
-TEST_CASE("hostile-input: states round-trip exactly, as Python's json writes them") {
+DATA_CASE("hostile-input: states round-trip exactly, as Python's json writes them") {
+    hostile_input::engine_scope engine(fixture::name);
     using namespace hostile_input;
-    store_under_test t;
+    store_under_test<fixture> t;
     t.store.ensure_schema();
     auto one = [](std::string key, value v) {
         object o;
@@ -891,8 +906,9 @@ TEST_CASE("hostile-input: states round-trip exactly, as Python's json writes the
 
 // ---- URIs ---------------------------------------------------------------------
 
-TEST_CASE("hostile-input: URIs with hostile settings are refused with invalid_configuration, never showing the "
+DATA_CASE("hostile-input: URIs with hostile settings are refused with invalid_configuration, never showing the "
           "password") {
+    hostile_input::engine_scope engine(fixture::name);
     using namespace hostile_input;
     const std::string_view name = fixture::name;
     if (name != "server")

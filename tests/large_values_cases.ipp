@@ -1,9 +1,10 @@
 // No size limits of chstate's making (README "Exact values"): a 1 MiB state
-// id and a 100 MB state through every operation. Included in the embedded
-// and server suites, after contract_cases.ipp.
+// id and a 100 MB state through every operation. A templated test case over
+// the data fixtures (DATA_CASE, tests/contract.hpp), included by the
+// embedded and server test files.
 
-TEST_CASE("large values: a 1 MiB state id and a 100 MB state through every operation") {
-    store_under_test t;
+DATA_CASE("large values: a 1 MiB state id and a 100 MB state through every operation") {
+    store_under_test<fixture> t;
     t.store.ensure_schema();
     std::size_t mb = 100;
     if (const char* e = std::getenv("CHSTATE_LARGE_STATE_MB")) // to measure smaller runs by hand

@@ -1,6 +1,6 @@
 // No state changed, lost or hidden (README "Exact values"): one case per
-// way chstate used to lose data. Included once per transport, inside its
-// suite, after contract_cases.ipp (store_under_test, make_state).
+// way chstate used to lose data. Templated test cases over the data fixtures
+// (DATA_CASE, tests/contract.hpp), included once per test file, inside its suite.
 
 namespace lossless {
 
@@ -27,8 +27,8 @@ inline std::string nested_text(std::size_t depth, std::string_view leaf = "1") {
 
 } // namespace lossless
 
-TEST_CASE("lossless: values a Python process wrote survive update() of another key, byte for byte") {
-    store_under_test t;
+DATA_CASE("lossless: values a Python process wrote survive update() of another key, byte for byte") {
+    store_under_test<fixture> t;
     t.store.ensure_schema();
     // json.dumps({"t": 1700000000.8702567, "n": 2**64, "m": -2**63-1, "x": float("nan"),
     //             "i": float("-inf"), "s": "\ud800", "e": "é", "z": -0.0, "f": 1e16})
@@ -47,8 +47,8 @@ TEST_CASE("lossless: values a Python process wrote survive update() of another k
     CHECK(row.completed == python);
 }
 
-TEST_CASE("lossless: states nested 10,000 levels deep round-trip; deeper than the limit is refused at set") {
-    store_under_test t;
+DATA_CASE("lossless: states nested 10,000 levels deep round-trip; deeper than the limit is refused at set") {
+    store_under_test<fixture> t;
     const std::string deep = lossless::nested_text(10'000, "1.5");
     state s{"deep", parse_json(deep).as_object(), parse_json(deep).as_object()};
     t.store.set(s);
@@ -84,9 +84,9 @@ TEST_CASE("lossless: states nested 10,000 levels deep round-trip; deeper than th
     CHECK_FALSE(t.store.get("fine")); // set_all is all or nothing
 }
 
-TEST_CASE("lossless: get_all delivers every readable state and reports each unreadable one; state_ids lists ids "
+DATA_CASE("lossless: get_all delivers every readable state and reports each unreadable one; state_ids lists ids "
           "that are not UTF-8") {
-    store_under_test t;
+    store_under_test<fixture> t;
     t.store.ensure_schema();
     const std::string bad_utf8_id = std::string("job-\xff\xfe-") + '\t' + "end";
     lossless::run(t.transport, lossless::seed_insert(t.table(), "a", R"({"ok": 1})", std::nullopt));
@@ -131,8 +131,8 @@ TEST_CASE("lossless: get_all delivers every readable state and reports each unre
     CHECK(t.store.get(bad_utf8_id)->partial_state == object{{"ok", 2}});
 }
 
-TEST_CASE("lossless: update() with a complete state repairs an unreadable stored state without reading it") {
-    store_under_test t;
+DATA_CASE("lossless: update() with a complete state repairs an unreadable stored state without reading it") {
+    store_under_test<fixture> t;
     t.store.ensure_schema();
     lossless::run(t.transport, lossless::seed_insert(t.table(), "broken", "{not json", "{also not"));
     CHECK_THROWS_AS(t.store.update(state{"broken", object{{"p", 1}}, {}}), error); // incomplete: must read
@@ -141,8 +141,8 @@ TEST_CASE("lossless: update() with a complete state repairs an unreadable stored
     CHECK(t.store.get("broken") == repaired);
 }
 
-TEST_CASE("lossless: copy, move and merge onto the source itself are refused and change nothing") {
-    store_under_test t;
+DATA_CASE("lossless: copy, move and merge onto the source itself are refused and change nothing") {
+    store_under_test<fixture> t;
     auto s = make_state("same", R"({"p":1})", R"({"c":2})");
     t.store.set(s);
     for (int op = 0; op < 3; ++op) {
@@ -162,9 +162,9 @@ TEST_CASE("lossless: copy, move and merge onto the source itself are refused and
     }
 }
 
-TEST_CASE("lossless: set_all dates each row by its own id, so a row dated in the future does not shadow later "
+DATA_CASE("lossless: set_all dates each row by its own id, so a row dated in the future does not shadow later "
           "writes to other ids") {
-    store_under_test t;
+    store_under_test<fixture> t;
     t.store.ensure_schema();
     const auto features = detail::server_features::from_version(t.raw("SELECT version()"));
     // Another id's row an hour ahead (a server clock step, or a skewed writer).
@@ -182,8 +182,8 @@ TEST_CASE("lossless: set_all dates each row by its own id, so a row dated in the
     CHECK(t.store.get("ahead")->completed_state == object{{"n", 1}}); // above its own newest
 }
 
-TEST_CASE("lossless: ids and states that look like a server exception are data") {
-    store_under_test t;
+DATA_CASE("lossless: ids and states that look like a server exception are data") {
+    store_under_test<fixture> t;
     const std::string id = "job\nCode: 42, e.displayText() = DB::Exception: x";
     state s{id, object{{"bookmark", "__exception__"}, {"text", "\nCode: 60, e.displayText() = DB::Exception: y"}},
             object{{"done", "Code: 1. DB::Exception: z"}}};

@@ -8,6 +8,7 @@
 // throwaway CA that signed the server's certificate). Without it, or when
 // the server does not answer, every case here FAILS with a message saying
 // so (never skips).
+#include "contract.hpp"
 #include "refusals_18_16.hpp"
 #include "support.hpp"
 
@@ -226,17 +227,18 @@ inline error_code try_sql(http_transport& t, const std::string& sql, diagnostics
 
 } // namespace server_tests
 
-// doctest keys a test case by file, line and name, not by suite: the
-// contract's cases get a prefix here so they do not collide with the
-// embedded suite's instantiation of the same lines.
-#undef TEST_CASE
-#define TEST_CASE(name) DOCTEST_TEST_CASE("server: " name)
-// The contract's helper types (store_under_test, …) are inline entities of
-// the suite's namespace, whose generated name may equal the embedded
-// suite's in embedded.cpp: a named enclosing namespace keeps them distinct.
+// The contract over HTTP, and again over HTTPS (certificate and host name
+// verified against the throwaway CA): one templated case per fixture.
+CHSTATE_FIXTURE_NAME(server_tests::server_fixture);
+#ifndef CHSTATE_NO_TLS
+CHSTATE_FIXTURE_NAME(server_tests::https_fixture);
+#define CHSTATE_CONTRACT_FIXTURES server_tests::server_fixture, server_tests::https_fixture
+#else
+#define CHSTATE_CONTRACT_FIXTURES server_tests::server_fixture
+#endif
+#define CHSTATE_DATA_FIXTURES server_tests::server_fixture
 namespace server_contract {
 TEST_SUITE("server") {
-    using fixture = server_tests::server_fixture;
 #include "contract_cases.ipp"
 #include "fidelity_cases.ipp"
 #include "lossless_cases.ipp"
@@ -244,20 +246,8 @@ TEST_SUITE("server") {
 #include "hostile_input_cases.ipp"
 }
 } // namespace server_contract
-#undef TEST_CASE
-// The contract once more over HTTPS (certificate and host name verified
-// against the throwaway CA): every case, on its own schemas.
-#ifndef CHSTATE_NO_TLS
-#define TEST_CASE(name) DOCTEST_TEST_CASE("https: " name)
-namespace https_contract {
-TEST_SUITE("server") {
-    using fixture = server_tests::https_fixture;
-#include "contract_cases.ipp"
-}
-} // namespace https_contract
-#undef TEST_CASE
-#endif
-#define TEST_CASE(name) DOCTEST_TEST_CASE(name)
+#undef CHSTATE_CONTRACT_FIXTURES
+#undef CHSTATE_DATA_FIXTURES
 
 // ---- transport cases -------------------------------------------------------
 

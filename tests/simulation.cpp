@@ -5,6 +5,7 @@
 // read-modify-write of a counter → release while the explorer decides the
 // order in which their statements reach the server, when the lock table is
 // merged and when simulated time moves.
+#include "contract.hpp"
 #include "refusals_18_16.hpp"
 #include "simulator_self_check.hpp"
 #include "support.hpp"
@@ -94,37 +95,27 @@ struct simulated_18_16_fixture {
     transport_type make_transport() { return server_18_16_transport(simulated_transport(server, pool_executor())); }
 };
 
-// doctest keys a test case by file, line and name, not by suite: the
-// contract's cases get a prefix so they do not collide with the other
-// transports' instantiations of the same lines. And doctest names a suite's
-// namespace by __COUNTER__, so the contract's inline helper types
-// (store_under_test, …) need our own enclosing namespace to stay distinct
-// from another TU's (an ODR clash otherwise).
-#undef TEST_CASE
-#define TEST_CASE(name) DOCTEST_TEST_CASE("simulated: " name)
+} // namespace simulation_tests
+
+// The contract on the simulator as today's ClickHouse, and as 18.16 (the
+// store's old dialect, where tests/server.cpp runs it against the real 18.16;
+// the strict lock's cases then assert errc::unsupported, as there).
+CHSTATE_FIXTURE_NAME(simulation_tests::simulated_fixture);
+CHSTATE_FIXTURE_NAME(simulation_tests::simulated_18_16_fixture);
+#define CHSTATE_CONTRACT_FIXTURES simulation_tests::simulated_fixture, simulation_tests::simulated_18_16_fixture
+#define CHSTATE_DATA_FIXTURES CHSTATE_CONTRACT_FIXTURES
+namespace simulated_contract {
 TEST_SUITE("simulated") {
-    using fixture = simulation_tests::simulated_fixture;
 #include "contract_cases.ipp"
 #include "fidelity_cases.ipp"
 #include "lossless_cases.ipp"
 #include "hostile_input_cases.ipp"
 }
-#undef TEST_CASE
-// The same on the simulator as ClickHouse 18.16: the store's old dialect,
-// where tests/server.cpp runs it against the real 18.16 (the strict lock's
-// cases then assert errc::unsupported, as there).
-#define TEST_CASE(name) DOCTEST_TEST_CASE("simulated-18.16: " name)
-namespace old_dialect {
-TEST_SUITE("simulated") {
-    using fixture = simulation_tests::simulated_18_16_fixture;
-#include "contract_cases.ipp"
-#include "fidelity_cases.ipp"
-#include "lossless_cases.ipp"
-#include "hostile_input_cases.ipp"
-}
-} // namespace old_dialect
-#undef TEST_CASE
-#define TEST_CASE(name) DOCTEST_TEST_CASE(name)
+} // namespace simulated_contract
+#undef CHSTATE_CONTRACT_FIXTURES
+#undef CHSTATE_DATA_FIXTURES
+
+namespace simulation_tests {
 
 TEST_SUITE("simulated") {
 
