@@ -77,29 +77,6 @@ auto begin_activity(Clock& c) {
         return 0;
 }
 
-/// True when the calling thread is running `ex` (an io_context's, a
-/// thread_pool's or a strand of either, as any_io_executor holds them);
-/// false for executors it cannot ask.
-template <class Executor>
-bool running_in_this_thread(const Executor& ex) {
-    if constexpr (requires { ex.running_in_this_thread(); })
-        return ex.running_in_this_thread();
-    else if constexpr (std::same_as<Executor, asio::any_io_executor>) {
-        if (auto* e = ex.template target<asio::io_context::executor_type>())
-            return e->running_in_this_thread();
-        if (auto* e = ex.template target<asio::thread_pool::executor_type>())
-            return e->running_in_this_thread();
-        if (auto* e = ex.template target<asio::strand<asio::io_context::executor_type>>())
-            return e->get_inner_executor().running_in_this_thread();
-        if (auto* e = ex.template target<asio::strand<asio::thread_pool::executor_type>>())
-            return e->get_inner_executor().running_in_this_thread();
-        if (auto* e = ex.template target<asio::strand<asio::any_io_executor>>())
-            return running_in_this_thread(e->get_inner_executor());
-        return false;
-    } else
-        return false;
-}
-
 /// The executor beneath any strands in `ex`: an io_context's, a
 /// thread_pool's, the system executor, or `ex` itself when it is of a kind
 /// this cannot see into.
@@ -116,6 +93,24 @@ inline asio::any_io_executor beneath_strands(asio::any_io_executor ex) {
             return s->get_inner_executor();
         return ex;
     }
+}
+
+/// True when the calling thread is running `ex` (an io_context's, a
+/// thread_pool's or a strand of either, as any_io_executor holds them; for a
+/// strand, the executor beneath it); false for executors it cannot ask.
+template <class Executor>
+bool running_in_this_thread(const Executor& ex) {
+    if constexpr (requires { ex.running_in_this_thread(); })
+        return ex.running_in_this_thread();
+    else if constexpr (std::same_as<Executor, asio::any_io_executor>) {
+        const asio::any_io_executor beneath = beneath_strands(ex);
+        if (auto* e = beneath.template target<asio::io_context::executor_type>())
+            return e->running_in_this_thread();
+        if (auto* e = beneath.template target<asio::thread_pool::executor_type>())
+            return e->running_in_this_thread();
+        return false;
+    } else
+        return false;
 }
 
 /// The completion handler a transport is given: `resume` (the awaiting

@@ -361,11 +361,14 @@ CHSTATE_DECL void http_transport::start(const std::shared_ptr<detail::http_pool>
                        if (slot.is_connected())
                            slot.clear();
                        st->watchdog.cancel();
-                       // The work guard travels with the completion and is
-                       // released on the handler's executor, just before
-                       // the handler: released here, a caller's run() could
-                       // return (and its io_context be destroyed) while
-                       // this thread is still posting to it.
+                       // The work guard keeps the handler's executor (for a
+                       // store, the plain one beneath its operation's strand:
+                       // detail::hand_back) from running out of work while the
+                       // statement is in flight, so a caller's run() waits for
+                       // it. It travels with the completion and is released on
+                       // that executor, just before the handler: released
+                       // here, run() could return (and its io_context be
+                       // destroyed) while this thread is still posting to it.
                        auto ex = work.get_executor();
                        asio::dispatch(ex, [h = std::move(h), ec, work = std::move(work)]() mutable {
                            work.reset();
