@@ -1,4 +1,5 @@
-// Tests of include/chstate/state.hpp: the state model, deep_merge, merged(), Meltano's {completed, partial} JSON form.
+// Tests of include/chstate/state.hpp: the state model, deep_merge, merged(),
+// Meltano's {completed, partial} JSON form.
 // Part of the unit suite: included by tests/unit.cpp, inside TEST_SUITE("unit").
 
 // ---- state model ------------------------------------------------------------

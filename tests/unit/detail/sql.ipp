@@ -1,4 +1,5 @@
-// Tests of include/chstate/detail/sql.hpp: identifier and literal quoting, TSV parameter values, inline_parameters.
+// Tests of include/chstate/detail/sql.hpp: identifier and literal quoting,
+// TSV parameter values, inline_parameters.
 // Part of the unit suite: included by tests/unit.cpp, inside TEST_SUITE("unit").
 
 // ---- quoting and SQL text ------------------------------------------------------

@@ -1,4 +1,5 @@
-// Tests of include/chstate/transport/http.hpp against servers no ClickHouse is: bounded replies, hostile replies, lost replies.
+// Tests of include/chstate/transport/http.hpp against servers no ClickHouse
+// is: bounded replies, hostile replies, lost replies.
 // Part of the unit suite: included by tests/unit.cpp, inside TEST_SUITE("unit").
 
 // ---- hostile servers: each distinct behaviour is one case of test::hostile() --------

@@ -1,4 +1,5 @@
-// Tests of include/chstate/transport/http.hpp with several endpoints (config.hpp's host lists): failover.
+// Tests of include/chstate/transport/http.hpp with several endpoints
+// (config.hpp's host lists): failover.
 // Part of the unit suite: included by tests/unit.cpp, inside TEST_SUITE("unit").
 
 // ---- failover: several endpoints -------------------------------------------------------

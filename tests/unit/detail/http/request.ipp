@@ -1,4 +1,5 @@
-// Tests of include/chstate/detail/http/request.hpp: what a request carries, checked before any byte is sent.
+// Tests of include/chstate/detail/http/request.hpp: what a request carries,
+// checked before any byte is sent.
 // Part of the unit suite: included by tests/unit.cpp, inside TEST_SUITE("unit").
 
 TEST_CASE("http: parameters travel as one external table, never in the SQL text") {
