@@ -24,10 +24,16 @@ port_is_free() {
 # which comes before the kernel closes its sockets: a caller that waited only
 # for the cmdline to vanish could still find the port open, or reach a
 # kept-alive connection the dying server resets after reading a request.
+# And a multi-threaded process's leader shows Z as soon as it has exited
+# itself, while its other threads are still tearing down and still hold the
+# process's descriptors (they are closed with the last thread): so a zombie
+# counts as exited only once its task list holds nothing but the leader.
 exited() {
-  local pid state
+  local pid state tasks
   for pid in "$@"; do
     state=$(awk '/^State:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || continue
     [[ -z $state || $state == Z || $state == X ]] || return 1
+    tasks=$(find "/proc/$pid/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+    ((tasks <= 1)) || return 1
   done
 }
