@@ -155,6 +155,40 @@ TEST_CASE("embedded: written_rows, as the strict lock reads it") {
     MESSAGE("chDB counts a deduplicated block of other bytes as written: " << counted);
 }
 
+TEST_CASE("embedded: a streamed_reply statement reaches the sink in pieces, any other whole") {
+    // get_all's statement (streamed_reply) must never be held whole: the
+    // engine streams it block by block. A bounded reply is one buffered
+    // chdb_query call, the engine's cheapest (benchmarks: BM_get).
+    chdb_transport t(embedded_tests::shared_engine());
+    auto pieces = [&](bool streamed) {
+        statement s{.sql = "SELECT number FROM numbers(200000) SETTINGS max_block_size = 1000",
+                    .format = "RowBinary",
+                    .idempotent = true,
+                    .name = "test.numbers",
+                    .streamed_reply = streamed};
+        std::size_t calls = 0, bytes = 0, largest = 0;
+        diagnostics d;
+        t.async_execute(
+             s,
+             [&](std::string_view piece) {
+                 ++calls;
+                 bytes += piece.size();
+                 largest = std::max(largest, piece.size());
+                 return error_code{};
+             },
+             d, asio::use_future)
+            .get();
+        CHECK(bytes == 200000 * 8);
+        return std::pair{calls, largest};
+    };
+    auto [streamed_calls, streamed_largest] = pieces(true);
+    CHECK(streamed_calls > 1);
+    CHECK(streamed_largest < 200000 * 8);
+    auto [whole_calls, whole_largest] = pieces(false);
+    CHECK(whole_calls == 1);
+    CHECK(whole_largest == 200000 * 8);
+}
+
 } // TEST_SUITE
 } // namespace embedded_strict
 

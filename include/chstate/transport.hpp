@@ -98,6 +98,14 @@ struct statement {
     /// (detail/statements.hpp names every statement the store sends): for
     /// tests that expect statements, and for messages. Never sent.
     std::string name;
+    /// True when the reply can be as large as the table (get_all reads every
+    /// state): the transport must hand it to the sink in pieces as they
+    /// arrive, holding at most a piece. False: the reply is bounded by what
+    /// the operation gives its caller anyway (one state, the ids listed, a
+    /// batch's versions), so a transport may read it whole when that is
+    /// cheaper — chdb_transport then makes one buffered chdb_query call, the
+    /// engine's cheapest, instead of its streaming calls.
+    bool streamed_reply = false;
 };
 
 /// True for a statement that changes stored data (INSERT, ALTER … DELETE,

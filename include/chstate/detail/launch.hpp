@@ -14,10 +14,11 @@
 //     (bad_alloc, a throwing callback of the caller's) becomes an error;
 //   * with_diagnostics tokens (the default) complete with an exception
 //     carrying the diagnostics' message instead of a bare error_code.
-// run_blocking(core, body) — every blocking form: runs the operation on
-// Asio's system executor and waits for it, so it needs nobody to run the
-// store's executor; called from one of the transport's own threads (where
-// it would wait for itself) it fails at once with errc::would_deadlock.
+// run_blocking(core, body) — every blocking form: runs the operation on the
+// calling thread (an io_context of its own, run until the operation ends),
+// so it needs nobody to run the store's executor; called from one of the
+// transport's own threads (where it would wait for itself) it fails at
+// once with errc::would_deadlock.
 #pragma once
 
 #include <chstate/detail/store_core.hpp>
@@ -30,6 +31,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/system_executor.hpp>
 #include <boost/asio/prefer.hpp>
@@ -207,9 +209,13 @@ auto async_run(std::shared_ptr<store_core> core, CompletionToken&& token, Body b
 
 /// Every blocking form: runs `body` to completion and returns its value
 /// (or nothing, or a tuple of several); throws chstate::error with the
-/// diagnostics' message on failure. The operation runs on Asio's system
-/// executor, not the store's: it needs nobody to run the store's executor
-/// (only the transport's own threads, which chDB and http_transport have).
+/// diagnostics' message on failure. The operation runs on the calling
+/// thread, on an io_context of its own that the call runs until the
+/// operation ends: it needs nobody to run the store's executor (only the
+/// transport's own threads, which chDB and http_transport have), and the
+/// caller is woken once, by the last statement's reply, instead of handing
+/// the operation to another thread and waiting on a future for it
+/// (BM_get: one thread hop each way fewer).
 template <class... Ts, class Body>
 auto run_blocking(const std::shared_ptr<store_core>& core, Body body) {
     if (core->eng().runs_transport_here())
@@ -218,14 +224,17 @@ auto run_blocking(const std::shared_ptr<store_core>& core, Body body) {
                     "completion handler or a get_all visitor running there), where it would wait for itself: use "
                     "the async_ form, or call it from another thread");
     diagnostics diag;
-    std::promise<result_of_op<Ts...>> promise;
-    auto done = promise.get_future();
-    const asio::any_io_executor system = asio::system_executor();
-    start_op<Ts...>(core, system, &diag, std::move(body),
-                    asio::bind_executor(system, [&promise](error_code ec, Ts... values) {
-                        promise.set_value(result_of_op<Ts...>(ec, std::move(values)...));
+    std::optional<result_of_op<Ts...>> done;
+    asio::io_context here(1);
+    start_op<Ts...>(core, here.get_executor(), &diag, std::move(body),
+                    asio::bind_executor(here.get_executor(), [&done](error_code ec, Ts... values) {
+                        done.emplace(ec, std::move(values)...);
                     }));
-    auto result = done.get();
+    here.run();
+    if (!done) // the operation's handler was destroyed uncalled (its transport went away under it)
+        throw error(make_error_code(asio::error::operation_aborted),
+                    "the operation was abandoned before it completed (its transport was destroyed)");
+    auto& result = *done;
     throw_if(std::get<0>(result), diag.message);
     if constexpr (sizeof...(Ts) == 1)
         return std::move(std::get<1>(result));

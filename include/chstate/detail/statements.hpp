@@ -263,7 +263,8 @@ public:
                        " ORDER BY state_id SETTINGS max_block_size = 1000",
                 .format = "RowBinary",
                 .idempotent = true,
-                .name = "state.all"};
+                .name = "state.all",
+                .streamed_reply = true};
     }
 
     // --- the lock table (seed_compatible) --------------------------------------

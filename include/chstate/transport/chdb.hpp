@@ -24,7 +24,9 @@
 // (chdb_options::threads, each with its own connection); completions go to
 // the handler's associated executor and the caller's executor is never
 // stalled. A result sink is called on an engine thread while the operation
-// is pending. The engine must outlive every operation started on it (as
+// is pending: once with the whole reply (one buffered chdb_query call, the
+// engine's cheapest), or chunk by chunk through the streaming calls for a
+// statement marked streamed_reply (get_all's). The engine must outlive every operation started on it (as
 // with any Asio I/O object); destroy it from outside its own threads.
 // A statement, once sent, runs to its end: cancellation is not
 // supported for embedded statements. Every connection is closed when the
@@ -158,8 +160,9 @@ public:
     const std::string& path() const noexcept { return path_; }
     asio::thread_pool::executor_type get_executor() noexcept { return pool_.get_executor(); }
 
-    /// Runs `stmt` on the calling thread (an engine thread), streaming the
-    /// reply into `sink`.
+    /// Runs `stmt` on the calling thread (an engine thread), the reply into
+    /// `sink`: in pieces as the engine streams it for a statement with
+    /// streamed_reply, else whole from one buffered call.
     error_code run(const statement& stmt, const result_sink& sink, diagnostics& diag) {
         if (!stmt.settings.empty()) {
             diag.message = "the embedded engine has no replicas: statement setting " + stmt.settings.front().name +
@@ -325,7 +328,7 @@ private:
         }
         const std::size_t n = stmt.parameters.size();
 
-        if (stmt.format.empty()) {
+        if (!stmt.streamed_reply) {
             api::result* r = api_.query_with_params_n(conn, text.data(), text.size(), format.data(), format.size(),
                                                       names_p.data(), names_n.data(), values_p.data(),
                                                       values_n.data(), n);

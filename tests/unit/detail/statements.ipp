@@ -121,3 +121,11 @@ TEST_CASE("statements: lock times are whole epoch seconds from the caller's cloc
     auto stale = st.delete_stale_locks(t - 300s);
     CHECK(stale.sql.ends_with("WHERE locked_at < toDateTime(1767225300)"));
 }
+
+TEST_CASE("statements: only get_all's reply is streamed; every other reply is bounded by the request") {
+    detail::statements st(detail::table_names("meltano", "state"), detail::server_features::from_version("26.5.1.1"));
+    CHECK(st.select_all_states().streamed_reply);
+    CHECK_FALSE(st.select_state("a").streamed_reply);
+    CHECK_FALSE(st.select_state_ids("*").streamed_reply);
+    CHECK_FALSE(st.select_newest_versions({"a", "b"}, 0).streamed_reply);
+}
