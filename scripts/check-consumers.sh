@@ -49,9 +49,8 @@ for tool in cmake ninja meson pkg-config g++; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool not found on PATH (run scripts/install-deps.sh)"
 done
 
-# The one place the engine's version is written (fetch-chdb.sh reads it too).
-version=$(sed -n 's/^#define CHSTATE_CHDB_VERSION "\(.*\)"$/\1/p' "$repo/include/chstate/transport/chdb.hpp")
-[[ $version =~ ^[0-9]+(\.[0-9]+)+$ ]] || die "cannot read CHSTATE_CHDB_VERSION from include/chstate/transport/chdb.hpp (got '$version')"
+# The engine's version, read by its one reader (fetch-chdb.sh).
+version=$(bash "$repo/scripts/fetch-chdb.sh" --print-version)
 chdb=$repo/.cache/chdb/$version/libchdb.so
 [[ -s $chdb ]] || die "$chdb not found (run scripts/fetch-chdb.sh; this check downloads nothing)"
 

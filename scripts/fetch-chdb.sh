@@ -4,6 +4,7 @@
 #
 # Usage: scripts/fetch-chdb.sh [--dest DIR]      (in the repository)
 #        chstate-fetch-chdb [--dest DIR]         (installed)
+#        scripts/fetch-chdb.sh --print-version   (the version, for other scripts)
 #
 # Where libchdb.so goes (its absolute path is the last line of stdout;
 # progress/status goes to stderr):
@@ -24,7 +25,7 @@ set -euo pipefail
 # (scripts/) and installed (PREFIX/bin/).
 version_header=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/include/chstate/transport/chdb.hpp
 VERSION=$(sed -n 's/^#define CHSTATE_CHDB_VERSION "\(.*\)"$/\1/p' "$version_header" 2>/dev/null || true)
-[[ -n $VERSION ]] || { echo "$(basename "${BASH_SOURCE[0]}"): error: no CHSTATE_CHDB_VERSION in $version_header" >&2; exit 1; }
+[[ $VERSION =~ ^[0-9]+(\.[0-9]+)+$ ]] || { echo "$(basename "${BASH_SOURCE[0]}"): error: no CHSTATE_CHDB_VERSION in $version_header (got '$VERSION')" >&2; exit 1; }
 PKG=@chdb/lib-linux-x64-gnu
 TGZ_NAME=chdb-lib-linux-x64-gnu-$VERSION.tgz
 
@@ -32,7 +33,7 @@ me=$(basename "${BASH_SOURCE[0]}")
 die() { echo "$me: error: $*" >&2; exit 1; }
 usage() {
   cat <<USAGE
-usage: $me [--dest DIR]
+usage: $me [--dest DIR | --print-version]
 
 Downloads chDB $VERSION's libchdb.so (npm package $PKG, ~166 MB, with npm)
 for chstate's embedded engine, unless it is already there, and prints its
@@ -43,6 +44,10 @@ absolute path as the last line of stdout.
                chstate finds it there without further settings
   --dest DIR   DIR/libchdb.so; point CHSTATE_CHDB_LIBRARY (or
                chdb_options::library) at it
+  --print-version
+               print the chDB version chstate is built against ($VERSION)
+               and exit: the one reader of CHSTATE_CHDB_VERSION for the
+               repository's other scripts
   -h, --help   this text
 USAGE
 }
@@ -51,6 +56,7 @@ dest=
 while (($#)); do
   case $1 in
     -h|--help) usage; exit 0 ;;
+    --print-version) echo "$VERSION"; exit 0 ;;
     --dest) (($# >= 2)) && [[ -n $2 ]] || { usage >&2; exit 2; }; dest=$2; shift 2 ;;
     --dest=*) dest=${1#--dest=}; [[ -n $dest ]] || { usage >&2; exit 2; }; shift ;;
     *) echo "$me: unknown argument: $1" >&2; usage >&2; exit 2 ;;

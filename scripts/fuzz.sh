@@ -29,7 +29,7 @@ probe=$build/.probe.cpp
 printf '#include <cstdint>\n#include <cstddef>\nextern "C" int LLVMFuzzerTestOneInput(const std::uint8_t*, std::size_t) { return 0; }\n' >"$probe"
 "$CXX" -fsanitize=fuzzer,address,undefined "$probe" -o "$build/.probe" >"$build/.probe.log" 2>&1 \
   || { head -n 5 "$build/.probe.log" >&2; die "clang++-14 cannot build a libFuzzer target: install libclang-rt-14-dev and libfuzzer-14-dev"; }
-chdb_version=$(sed -n 's/^#define CHSTATE_CHDB_VERSION "\(.*\)"$/\1/p' "$repo/include/chstate/transport/chdb.hpp")
+chdb_version=$(bash "$repo/scripts/fetch-chdb.sh" --print-version)
 chdb_lib=${CHSTATE_CHDB_LIBRARY:-$repo/.cache/chdb/$chdb_version/libchdb.so}
 [[ -f $chdb_lib ]] || die "libchdb.so not found at $chdb_lib (bash scripts/fetch-chdb.sh caches it; or set CHSTATE_CHDB_LIBRARY)"
 
