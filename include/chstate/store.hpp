@@ -35,8 +35,9 @@
 // Executors. Operations run on a strand of the store's executor (by
 // default the transport's) and complete on the handler's associated
 // executor. Blocking forms need nobody to run the store's executor (they
-// run the operation on Asio's system executor and wait) — but never call
-// one from the transport's own threads (errc::would_deadlock, at once).
+// run the operation on the calling thread, on an io_context of their own)
+// — but never call one from the transport's own threads
+// (errc::would_deadlock, at once).
 //
 // Cancellation. The handler's cancellation slot (terminal, partial or
 // total) stops an operation at its next statement or wait; it completes
