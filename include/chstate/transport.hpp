@@ -20,9 +20,12 @@
 //       (never credentials). If `sink` returns an error the statement is
 //       abandoned and the operation completes with that error.
 //       `stmt`, `sink` and `diag` must stay valid until completion.
-//       The handler runs on its associated executor; per-operation
-//       cancellation is honoured where the transport can (documented per
-//       transport).
+//       The handler runs on its associated executor, and until it has run
+//       the operation keeps outstanding work on that executor (Asio's rule
+//       for asynchronous operations; a handler is never dropped uncalled):
+//       a blocking store call runs an io_context of its own only until its
+//       operation has no work left. Per-operation cancellation is honoured
+//       where the transport can (documented per transport).
 //
 // Optional: `static constexpr bool binds_parameters = true` declares that
 // the transport delivers {name:Type} values itself on every server version
