@@ -22,7 +22,7 @@
 //       `stmt`, `sink` and `diag` must stay valid until completion.
 //       The handler runs on its associated executor, and until it has run
 //       the operation keeps outstanding work on that executor (Asio's rule
-//       for asynchronous operations; a handler is never dropped uncalled):
+//       for asynchronous operations):
 //       a blocking store call runs an io_context of its own only until its
 //       operation has no work left. Per-operation cancellation is honoured
 //       where the transport can (documented per transport).
