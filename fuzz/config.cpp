@@ -31,6 +31,29 @@ using chstate::config;
 
 constexpr std::string_view marker = "Mk7rQ2zPw9"; // letters and digits: a password of its own
 
+/// `v` with every %XX replaced by its byte (once, as the URI parser does).
+std::string percent_decoded(std::string_view v) {
+    auto hex = [](char ch) -> int {
+        if (ch >= '0' && ch <= '9')
+            return ch - '0';
+        if (ch >= 'a' && ch <= 'f')
+            return ch - 'a' + 10;
+        if (ch >= 'A' && ch <= 'F')
+            return ch - 'A' + 10;
+        return -1;
+    };
+    std::string out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (v[i] == '%' && i + 2 < v.size() && hex(v[i + 1]) >= 0 && hex(v[i + 2]) >= 0) {
+            out += static_cast<char>(hex(v[i + 1]) * 16 + hex(v[i + 2]));
+            i += 2;
+        } else {
+            out += v[i];
+        }
+    }
+    return out;
+}
+
 void check_invariants(const config& c, std::string_view input) {
     using fuzz::has_control_character;
     const std::string where = "input " + fuzz::show(input);
@@ -59,7 +82,10 @@ void check_invariants(const config& c, std::string_view input) {
     config other = c;
     other.password = c.password.empty() ? "" : std::string(marker);
     FUZZ_CHECK(other.redacted_uri() == redacted, where + " redacted " + fuzz::show(redacted));
-    if (input.find(marker) == std::string_view::npos)
+    // The marker may reach the redacted URI only through a field other than
+    // the password that the input spelled, plainly or percent-encoded
+    // (a database "Mk%37rQ2zPw9" is shown decoded).
+    if (input.find(marker) == std::string_view::npos && percent_decoded(input).find(marker) == std::string::npos)
         FUZZ_CHECK(redacted.find(marker) == std::string::npos, where);
 }
 

@@ -63,6 +63,17 @@ CHSTATE_DECL config from_single_uri(std::string_view uri, error_code& ec, diagno
         const bool stray_at = uri.substr(authority_end(uri)).find('@') != std::string_view::npos;
         const char* encode_hint =
             stray_at ? "; percent-encode '/', '?', '#' and '@' in the user and password (e.g. %2F)" : "";
+        // Two '@' in the authority: an '@' of the user or password was not
+        // percent-encoded. Read as it parses, the text between them would be
+        // the host (clickhouse://u:p@ss@host/db: host "ss", password "p") —
+        // the password's first part sent to a host the user never named.
+        {
+            const auto from = uri.find("//") + 2;
+            const std::string_view authority = uri.substr(from, authority_end(uri) - from);
+            if (authority.find('@') != authority.rfind('@'))
+                return fail("clickhouse URI has more than one '@' before the host: percent-encode '@' in the "
+                            "user and password (%40), and '/', '?', '#' (e.g. %2F)");
+        }
         if (!u.has_userinfo() || u.user().empty())
             return fail(std::string("clickhouse URI has no user (expected "
                                     "clickhouse://user:password@host:port/database)") + encode_hint);
