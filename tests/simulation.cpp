@@ -1319,9 +1319,15 @@ TEST_CASE("versions: set, set_all and update stay in write order while the serve
         CHECK(a.get("job")->completed_state.at("n") == n);
         a.update(state{"job", {}, json::object{{"n", ++n}}});
         CHECK(a.get("job")->completed_state.at("n") == n);
+        // A partial update reads the state and its version under the lock
+        // and writes from that version, reading nothing more.
+        a.update(state{"job", json::object{{"p", ++n}}, {}});
+        CHECK(a.get("job")->partial_state.at("p") == n);
+        CHECK(a.get("job")->completed_state.at("n") == n - 1);
     }
     server->merge_all();
-    CHECK(a.get("job")->completed_state.at("n") == n);
+    CHECK(a.get("job")->partial_state.at("p") == n);
+    CHECK(a.get("job")->completed_state.at("n") == n - 1);
     // Versions increase strictly, one per write of "job".
     auto versions = sql(*server, "SELECT updated_at FROM skewed.state WHERE state_id = 'job' ORDER BY updated_at");
     CHECK(std::count(versions.begin(), versions.end(), '\n') == 1); // merged: one row left

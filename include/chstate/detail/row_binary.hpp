@@ -38,6 +38,10 @@ struct rb_field {
 // The replies the store reads in RowBinary (named, not braced at the call:
 // GCC 12 rejects a braced list inside a co_await expression).
 inline std::vector<rb_type> state_parts_columns() { return {rb_type::nullable_string, rb_type::nullable_string}; }
+/// The parts and the row's version in milliseconds (select_state with the version).
+inline std::vector<rb_type> state_parts_version_columns() {
+    return {rb_type::nullable_string, rb_type::nullable_string, rb_type::uint64};
+}
 inline std::vector<rb_type> state_row_columns() {
     return {rb_type::string, rb_type::nullable_string, rb_type::nullable_string};
 }

@@ -127,32 +127,43 @@ public:
 
     /// Replies that carry ids or state text are RowBinary (row_binary.hpp):
     /// every stored byte comes back as it is.
-    statement select_state(std::string_view id) const {
-        return {.sql = "SELECT partial_state, completed_state FROM " + t_.state +
-                       " FINAL WHERE state_id = {state_id:String} LIMIT 1",
+    /// `with_version`: a third column, the row's version in milliseconds
+    /// (version_milliseconds): update() reads it under its lock and binds
+    /// it into its write (insert_state's `newest_ms`).
+    statement select_state(std::string_view id, bool with_version = false) const {
+        return {.sql = "SELECT partial_state, completed_state" +
+                       (with_version ? ", " + version_milliseconds(f_.datetime64) : std::string()) + " FROM " +
+                       t_.state + " FINAL WHERE state_id = {state_id:String} LIMIT 1",
                 .parameters = {string_param("state_id", std::string(id))},
                 .format = "RowBinary",
                 .idempotent = true,
-                .name = "state.select"};
+                .name = with_version ? "state.select_with_version" : "state.select"};
     }
 
     /// Parts are JSON text, or nullopt for NULL (an empty part). `client_ms`:
     /// the store's milliseconds, used where it supplies versions. `fence`: a
     /// strict lease's lock_id; the row is then written only while that
     /// lease holds the id's newest grant (the check runs on the server
-    /// inside the INSERT). Shapes: the seed's INSERT … VALUES when neither
-    /// a computed version nor a fence is needed, else INSERT … SELECT.
+    /// inside the INSERT). `newest_ms`: the id's newest version (0: none)
+    /// as the operation read it under its lock — a monotonic version then
+    /// starts from it instead of reading it again (versions.hpp). Shapes:
+    /// the seed's INSERT … VALUES when neither a computed version nor a
+    /// fence is needed, else INSERT … SELECT.
     statement insert_state(std::string_view id, std::optional<std::string> partial,
                            std::optional<std::string> completed, std::uint64_t client_ms = 0,
-                           std::optional<std::string> fence = std::nullopt) const {
+                           std::optional<std::string> fence = std::nullopt,
+                           std::optional<std::uint64_t> newest_ms = std::nullopt) const {
         statement st{.parameters = {string_param("state_id", std::string(id)),
                                     {"partial_state", "Nullable(String)", std::move(partial)},
                                     {"completed_state", "Nullable(String)", std::move(completed)}},
                      .idempotent = false,
                      .name = fence ? "state.insert_fenced" : "state.insert"};
-        const std::string version = version_expression(v_, t_.state);
+        const bool newest_known = newest_ms && monotonic_versions();
+        const std::string version = version_expression(v_, t_.state, newest_known);
         if (store_versions())
             st.parameters.push_back(uint_param("updated_at", client_ms));
+        if (newest_known)
+            st.parameters.push_back(uint_param("newest_ms", *newest_ms));
         st.sql = "INSERT INTO " + t_.state + " (state_id, partial_state, completed_state" +
                  (version.empty() ? ")" : ", updated_at)");
         const std::string values =
@@ -178,10 +189,7 @@ public:
     /// has() scans the whole array per row (10,000 ids on 18.16: 18 ms
     /// against 300 ms).
     statement select_newest_versions(const std::vector<std::string>& ids, std::uint64_t client_ms) const {
-        statement st{.sql = "SELECT state_id, " +
-                            std::string(f_.datetime64 ? "toUInt64(toUnixTimestamp64Milli(updated_at))"
-                                                      : "toUInt64(updated_at)") +
-                            ", " +
+        statement st{.sql = "SELECT state_id, " + version_milliseconds(f_.datetime64) + ", " +
                             std::string(f_.datetime64 ? "toUInt64(toUnixTimestamp64Milli(now64(3)))"
                                                       : "{now:UInt64}") +
                             " AS now FROM " + t_.state +
@@ -372,13 +380,11 @@ public:
     statement claim_grant(std::string_view id, std::uint64_t token, std::string_view lock_id,
                           std::uint64_t expires_ms, std::string_view dedup, std::uint64_t newest,
                           std::uint64_t free_after_ms) const {
-        const std::string of_newest = " FROM " + t_.grant + " WHERE state_id = {state_id:String} AND token = " +
-                                      std::to_string(newest);
-        return {.sql = grant_select(dedup) + " WHERE (SELECT max(token) FROM " + t_.grant +
-                       " WHERE state_id = {state_id:String}) = " + std::to_string(newest) +
-                       " AND ((SELECT count()" + of_newest + " AND kind = 'release') > 0 OR" +
-                       " (SELECT count()" + of_newest + " AND kind = 'grant' AND expires_ms >= " +
-                       std::to_string(free_after_ms) + ") = 0)",
+        const std::string newest_token = std::to_string(newest);
+        return {.sql = grant_select(dedup) + " WHERE (SELECT max(token) = " + newest_token +
+                       " AND (countIf(token = " + newest_token + " AND kind = 'release') > 0 OR countIf(token = " +
+                       newest_token + " AND kind = 'grant' AND expires_ms >= " + std::to_string(free_after_ms) +
+                       ") = 0) FROM " + t_.grant + " WHERE state_id = {state_id:String}) = 1",
                 .parameters = event_parameters(id, token, lock_id, grant_event::grant, expires_ms),
                 .idempotent = true,
                 .name = "grant.claim"};
@@ -512,12 +518,13 @@ private:
     /// True while the lease `holder` (an SQL expression: a placeholder or a
     /// quoted lock_id) holds the id's newest grant and has not released it.
     /// Renewals move a lease to newer tokens, so the holder is named by
-    /// lock_id, not by token.
+    /// lock_id, not by token. One read of the id's events (one scalar
+    /// subquery of aggregates, not one per test: each subquery reads every
+    /// part of the table again).
     std::string fence_condition(const std::string& id_test, const std::string& holder) const {
-        return " (SELECT max(token) FROM " + t_.grant + " WHERE " + id_test + ") = (SELECT max(token) FROM " +
-               t_.grant + " WHERE " + id_test + " AND kind = 'grant' AND lock_id = " + holder +
-               ") AND (SELECT count() FROM " + t_.grant + " WHERE " + id_test + " AND kind = 'release' AND lock_id = " +
-               holder + ") = 0";
+        const std::string held = "maxIf(token, kind = 'grant' AND lock_id = " + holder + ")";
+        return " (SELECT max(token) = " + held + " AND " + held + " > 0 AND countIf(kind = 'release' AND lock_id = " +
+               holder + ") = 0 FROM " + t_.grant + " WHERE " + id_test + ") = 1";
     }
 
     /// " ON CLUSTER `name`" in cluster mode, else nothing.

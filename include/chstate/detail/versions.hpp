@@ -45,16 +45,31 @@ inline bool store_supplies_versions(version_source v) {
 
 /// The updated_at expression of a single write of `{state_id:String}` into
 /// `state_table` (empty: the column's DEFAULT). `{updated_at:UInt64}` is the
-/// store's milliseconds where store_supplies_versions().
-inline std::string version_expression(version_source v, const std::string& state_table) {
-    const std::string newest = "(SELECT max(updated_at) FROM " + state_table + " WHERE state_id = {state_id:String})";
+/// store's milliseconds where store_supplies_versions(). `newest_known`:
+/// the operation already read the id's newest version under its lock
+/// (update), bound as `{newest_ms:UInt64}` (0: no row), so the write reads
+/// nothing; otherwise a scalar subquery reads it (every part of the table
+/// that may hold the id).
+inline std::string version_expression(version_source v, const std::string& state_table, bool newest_known = false) {
+    const std::string newest =
+        newest_known ? std::string("{newest_ms:UInt64}")
+                     : "(SELECT max(updated_at) FROM " + state_table + " WHERE state_id = {state_id:String})";
     switch (v) {
     case version_source::column_default: return {};
     case version_source::client_clock: return "{updated_at:UInt64}";
-    case version_source::server_monotonic: return "greatest(now64(3), " + newest + " + INTERVAL 1 MILLISECOND)";
+    case version_source::server_monotonic:
+        return "greatest(now64(3), " +
+               (newest_known ? "fromUnixTimestamp64Milli(toInt64(" + newest + "))" : newest) +
+               " + INTERVAL 1 MILLISECOND)";
     case version_source::client_monotonic: return "greatest({updated_at:UInt64}, " + newest + " + 1)";
     }
     return {};
+}
+
+/// The id's newest version in milliseconds, as a state read returns it
+/// beside the parts (statements::select_state with the version).
+inline std::string version_milliseconds(bool datetime64) {
+    return datetime64 ? "toUInt64(toUnixTimestamp64Milli(updated_at))" : "toUInt64(updated_at)";
 }
 
 /// Milliseconds since the epoch as "seconds.mmm": the text a DateTime64(3)

@@ -37,11 +37,11 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
     // the holder is named by lock_id, not by token.
     const std::string lease_id = "8a0c7e1e-0000-4000-8000-000000000001";
     auto f = mono.insert_state("id", "{}", std::nullopt, 0, lease_id);
-    CHECK(f.sql.find(" WHERE (SELECT max(token) FROM `meltano`.`state_grant` WHERE state_id = {state_id:String}) = "
-                     "(SELECT max(token) FROM `meltano`.`state_grant` WHERE state_id = {state_id:String} AND kind = "
-                     "'grant' AND lock_id = {lock_id:String}) AND (SELECT count() FROM `meltano`.`state_grant` WHERE "
-                     "state_id = {state_id:String} AND kind = 'release' AND lock_id = {lock_id:String}) = 0") !=
-          std::string::npos);
+    // One read of the grant events: a scalar subquery of aggregates.
+    CHECK(f.sql.find(" WHERE (SELECT max(token) = maxIf(token, kind = 'grant' AND lock_id = {lock_id:String}) AND "
+                     "maxIf(token, kind = 'grant' AND lock_id = {lock_id:String}) > 0 AND countIf(kind = 'release' AND "
+                     "lock_id = {lock_id:String}) = 0 FROM `meltano`.`state_grant` WHERE state_id = {state_id:String}) "
+                     "= 1") != std::string::npos);
     CHECK(f.parameters.back().name == "lock_id");
     CHECK(f.parameters.back().value == lease_id);
     CHECK(f.name == "state.insert_fenced");
@@ -49,11 +49,11 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
     // A delete is a mutation: no parameter, the id named by its SHA-256, the
     // lease's own UUID as a quoted literal.
     const std::string id_test = "SHA256(state_id) = unhex('" + detail::sha256_hex("id") + "')";
-    CHECK(fd.sql == "DELETE FROM `meltano`.`state` WHERE " + id_test + " AND (SELECT max(token) FROM "
-                    "`meltano`.`state_grant` WHERE " + id_test + ") = (SELECT max(token) FROM `meltano`.`state_grant` "
-                    "WHERE " + id_test + " AND kind = 'grant' AND lock_id = '" + lease_id + "') AND (SELECT count() "
-                    "FROM `meltano`.`state_grant` WHERE " + id_test + " AND kind = 'release' AND lock_id = '" +
-                    lease_id + "') = 0");
+    const std::string holder = "lock_id = '" + lease_id + "'";
+    CHECK(fd.sql == "DELETE FROM `meltano`.`state` WHERE " + id_test + " AND (SELECT max(token) = maxIf(token, kind = "
+                    "'grant' AND " + holder + ") AND maxIf(token, kind = 'grant' AND " + holder + ") > 0 AND "
+                    "countIf(kind = 'release' AND " + holder + ") = 0 FROM `meltano`.`state_grant` WHERE " + id_test +
+                    ") = 1");
     CHECK(fd.parameters.empty());
     // fenced under the seed's versions: the same condition on an INSERT … SELECT.
     auto fs = seed.insert_state("id", "{}", std::nullopt, 0, lease_id);
@@ -67,6 +67,25 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
     CHECK(o.parameters.back().value == "1767225600123");
     auto oc = detail::statements(names, old, false).insert_state("id", "{}", std::nullopt, 1767225600123);
     CHECK(oc.sql.ends_with("{updated_at:UInt64})"));
+    // The newest version already read under the lock (update): bound, no read.
+    auto known = mono.insert_state("id", "{}", std::nullopt, 0, lease_id, 1767225600123);
+    CHECK(known.sql.find("greatest(now64(3), fromUnixTimestamp64Milli(toInt64({newest_ms:UInt64})) + INTERVAL 1 "
+                         "MILLISECOND)") != std::string::npos);
+    CHECK(known.sql.find("max(updated_at)") == std::string::npos);
+    CHECK(known.parameters.at(3).name == "newest_ms");
+    CHECK(known.parameters.at(3).value == "1767225600123");
+    auto old_known = detail::statements(names, old).insert_state("id", "{}", std::nullopt, 1767225600200,
+                                                                   std::nullopt, 1767225600123);
+    CHECK(old_known.sql.find("greatest({updated_at:UInt64}, {newest_ms:UInt64} + 1)") != std::string::npos);
+    // Clock versions ignore it: the seed's statement.
+    CHECK(seed.insert_state("id", "{}", std::nullopt, 0, std::nullopt, 5).sql ==
+          seed.insert_state("id", "{}", std::nullopt).sql);
+    // update's read of the state carries the version in milliseconds.
+    CHECK(mono.select_state("id", true).sql ==
+          "SELECT partial_state, completed_state, toUInt64(toUnixTimestamp64Milli(updated_at)) FROM "
+          "`meltano`.`state` FINAL WHERE state_id = {state_id:String} LIMIT 1");
+    CHECK(detail::statements(names, old).select_state("id", true).sql.find(", toUInt64(updated_at) FROM") !=
+          std::string::npos);
     CHECK(oc.sql.find("VALUES") != std::string::npos);
     // DateTime64 without millisecond intervals (20.1–22.3): falls back to the clock.
     CHECK_FALSE(detail::statements(names, detail::server_features::from_version("21.8.1")).monotonic_versions());

@@ -23,7 +23,9 @@ namespace chstate::detail {
 
 /// A write under a held lock: seed_compatible a plain set; strict an
 /// INSERT conditional on the lease, then the store's verdict (fence.hpp).
-CHSTATE_DECL op<> fenced_set(session& s, const state& st, const held_lock& h, diagnostics& diag);
+/// `newest_ms`: the id's newest version as read under this lock (write_state).
+CHSTATE_DECL op<> fenced_set(session& s, const state& st, const held_lock& h, diagnostics& diag,
+                             std::optional<std::uint64_t> newest_ms = std::nullopt);
 
 /// strict: renews `h` before a write when half its lease is gone, so a
 /// slow operation does not hand the id to a rival midway.

@@ -5,10 +5,11 @@
 
 namespace chstate::detail {
 
-CHSTATE_DECL op<> fenced_set(session& s, const state& st, const held_lock& h, diagnostics& diag) {
+CHSTATE_DECL op<> fenced_set(session& s, const state& st, const held_lock& h, diagnostics& diag,
+                             std::optional<std::uint64_t> newest_ms) {
     if (!h.strict())
-        co_return co_await write_state(s, st, diag);
-    if (auto [ec] = co_await write_state(s, st, diag, h.lock_id); ec)
+        co_return co_await write_state(s, st, diag, std::nullopt, newest_ms);
+    if (auto [ec] = co_await write_state(s, st, diag, h.lock_id, newest_ms); ec)
         co_return std::tuple{ec};
     co_return co_await settle_fenced_write(s, h, diag);
 }
@@ -25,10 +26,17 @@ CHSTATE_DECL op<state> update(session& s, state incoming, diagnostics& diag) {
     const std::string id = incoming.state_id;
     co_return co_await under_lock<state>(s, id, diag, [&](held_lock& held) -> op<state> {
         state written;
+        // The stored version, read under the lock with the state: the
+        // write's monotonic version starts from it and reads nothing more.
+        // Every later writer of the id either holds this lock after us or
+        // started before our write finished (versions.hpp).
+        std::optional<std::uint64_t> newest_ms;
         if (!incoming.is_complete()) {
-            auto [ec, current] = co_await get(s, id, diag);
+            std::uint64_t newest = 0;
+            auto [ec, current] = co_await read_state(s, id, diag, &newest);
             if (ec)
                 co_return std::tuple{ec, state{}};
+            newest_ms = newest;
             written = current ? std::move(current->merge_partial(incoming)) : std::move(incoming);
         } else {
             written = std::move(incoming);
@@ -37,7 +45,7 @@ CHSTATE_DECL op<state> update(session& s, state incoming, diagnostics& diag) {
         if (kec)
             co_return std::tuple{kec, state{}};
         held = std::move(kept);
-        auto [ec] = co_await fenced_set(s, written, held, diag);
+        auto [ec] = co_await fenced_set(s, written, held, diag, newest_ms);
         co_return std::tuple{ec, std::move(written)};
     });
 }

@@ -15,6 +15,11 @@ namespace chstate::detail {
 
 CHSTATE_DECL op<std::optional<state>> get(session& s, std::string id, diagnostics& diag);
 
+/// get; `newest_ms`, when not null, also gets the stored row's version in
+/// milliseconds (0 when nothing is stored): update() binds it into its write.
+CHSTATE_DECL op<std::optional<state>> read_state(session& s, std::string id, diagnostics& diag,
+                                                 std::uint64_t* newest_ms);
+
 CHSTATE_DECL op<std::vector<std::string>> state_ids(session& s, std::string glob, diagnostics& diag);
 
 /// Called once per readable state, in state_id order.

@@ -6,18 +6,31 @@
 namespace chstate::detail {
 
 CHSTATE_DECL op<std::optional<state>> get(session& s, std::string id, diagnostics& diag) {
+    co_return co_await read_state(s, std::move(id), diag, nullptr);
+}
+
+CHSTATE_DECL op<std::optional<state>> read_state(session& s, std::string id, diagnostics& diag,
+                                                 std::uint64_t* newest_ms) {
     if (auto ec = check_id(id, diag))
         co_return std::tuple{ec, std::nullopt};
     if (auto [ec] = co_await prepare(s, diag); ec)
         co_return std::tuple{ec, std::nullopt};
+    const bool with_version = newest_ms != nullptr;
+    if (newest_ms)
+        *newest_ms = 0;
+    // Not a ?: of temporaries inside the co_await: GCC 12 destroys such a
+    // temporary twice.
+    std::vector<rb_type> columns = with_version ? state_parts_version_columns() : state_parts_columns();
     std::optional<state> found;
     auto [ec] = co_await s.read_rows(
-        s.sql().select_state(id), state_parts_columns(),
+        s.sql().select_state(id, with_version), std::move(columns),
         [&](std::span<const rb_field> row) {
             if (found) // the statement says LIMIT 1
                 return fail(diag, errc::protocol_error, "the reply to a get holds more than one row");
             found.emplace();
             found->state_id = id;
+            if (newest_ms)
+                *newest_ms = row[2].number;
             return parse_state_parts(row[0], row[1], *found, diag);
         },
         diag);

@@ -13,9 +13,11 @@ namespace chstate::detail {
 
 /// Writes `st`; with `fence` (a strict lease's lock_id) only while that
 /// lease holds the id's newest grant — the statement alone: fenced_set
-/// (locked.hpp) adds the verdict.
+/// (locked.hpp) adds the verdict. `newest_ms`: the id's newest version as
+/// read under the lock (update), the floor of a monotonic version.
 CHSTATE_DECL op<> write_state(session& s, const state& st, diagnostics& diag,
-                        std::optional<std::string> fence = std::nullopt);
+                        std::optional<std::string> fence = std::nullopt,
+                        std::optional<std::uint64_t> newest_ms = std::nullopt);
 
 CHSTATE_DECL op<> set(session& s, state st, diagnostics& diag);
 

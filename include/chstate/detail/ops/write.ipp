@@ -6,7 +6,7 @@
 namespace chstate::detail {
 
 CHSTATE_DECL op<> write_state(session& s, const state& st, diagnostics& diag,
-                        std::optional<std::string> fence) {
+                        std::optional<std::string> fence, std::optional<std::uint64_t> newest_ms) {
     if (auto ec = check_id(st.state_id, diag))
         co_return std::tuple{ec};
     serialized_parts parts;
@@ -17,7 +17,7 @@ CHSTATE_DECL op<> write_state(session& s, const state& st, diagnostics& diag,
     const statements& sql = s.sql();
     co_return co_await s.execute(sql.insert_state(st.state_id, std::move(parts.partial), std::move(parts.completed),
                                                   sql.store_versions() ? s.next_client_version() : 0,
-                                                  std::move(fence)),
+                                                  std::move(fence), newest_ms),
                                  diag);
 }
 

@@ -41,8 +41,32 @@ using settings_map = std::map<std::string, value>;
 struct select_item {
     expr e;
     std::string name;
-    enum aggregate_t { none, count, max, min, any } aggregate = none; ///< without GROUP BY
+    /// Without GROUP BY. `nested`: aggregates inside an expression, e.g.
+    /// max(token) = maxIf(token, kind = 'grant') AND countIf(…) = 0.
+    enum aggregate_t { none, count, max, min, any, nested } aggregate = none;
 };
+
+/// count(), countIf(c), max/min/any(x), maxIf/minIf(x, c): the aggregate
+/// functions the simulator evaluates (without GROUP BY: one row).
+inline bool is_aggregate_call(const expr& e) {
+    if (e.kind != expr::call)
+        return false;
+    std::string f;
+    for (char c : e.name)
+        f += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+    return (f == "COUNT" && e.args.empty()) || (f == "COUNTIF" && e.args.size() == 1) ||
+           ((f == "MAX" || f == "MIN" || f == "ANY") && e.args.size() == 1) ||
+           ((f == "MAXIF" || f == "MINIF") && e.args.size() == 2);
+}
+
+inline bool has_aggregate(const expr& e) {
+    if (is_aggregate_call(e))
+        return true;
+    for (const auto& a : e.args)
+        if (has_aggregate(a))
+            return true;
+    return false;
+}
 
 struct order_term {
     expr e;

@@ -115,7 +115,7 @@ private:
     value call(const expr& e, const table& t, const std::vector<value>& cells) const {
         const std::string f = upper(e.name);
         auto arg = [&](std::size_t k) { return (*this)(e.args.at(k), t, cells); };
-        const bool datetime64 = f == "NOW64" || f == "TOUNIXTIMESTAMP64MILLI";
+        const bool datetime64 = f == "NOW64" || f == "TOUNIXTIMESTAMP64MILLI" || f == "FROMUNIXTIMESTAMP64MILLI";
         if (f == "NOW")
             return value::of_number(now_ms() / 1000 * 1000);
         if (f == "NOW64" && dialect_.datetime64_functions)
@@ -134,7 +134,8 @@ private:
             value a = arg(0);
             return a.kind == value::number ? value::of_number(a.n >= 0 ? a.n / 1000 : (a.n - 999) / 1000) : a;
         }
-        if ((f == "TOUNIXTIMESTAMP64MILLI" && dialect_.datetime64_functions) || f == "TOUINT64") {
+        if (((f == "TOUNIXTIMESTAMP64MILLI" || f == "FROMUNIXTIMESTAMP64MILLI") && dialect_.datetime64_functions) ||
+            f == "TOUINT64" || f == "TOINT64") { // a DateTime64(3) is its milliseconds here
             value a = arg(0);
             a.quoted64 = false;
             return a;

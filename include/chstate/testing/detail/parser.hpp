@@ -95,6 +95,8 @@ private:
                     expr arg = std::move(it.e.args.front());
                     it.e = std::move(arg);
                     it.e.text = std::move(text);
+                } else if (has_aggregate(it.e)) {
+                    it.aggregate = select_item::nested;
                 }
             }
             it.name = it.e.text;

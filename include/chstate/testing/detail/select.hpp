@@ -2,7 +2,8 @@
 // table (FINAL collapsed, as the current replica sees them) or of a system
 // table, WHERE, ORDER BY, the items (count(), max, min and any without
 // GROUP BY: one row, even for no input, as ClickHouse returns), DISTINCT,
-// LIMIT. Scalar subqueries run first, as ClickHouse runs them before the
+// LIMIT; aggregates inside expressions too (max(x) = maxIf(x, c) AND
+// countIf(c2) = 0). Scalar subqueries run first, as ClickHouse runs them before the
 // query that holds them.
 #pragma once
 
@@ -93,7 +94,9 @@ public:
                 return false;
             });
         for (const auto& it : q.items)
-            if (it.aggregate != select_item::count)
+            if (it.aggregate == select_item::nested)
+                probe_aggregated(it.e, *src, probe, eval);
+            else if (it.aggregate != select_item::count)
                 eval(it.e, *src, rows.empty() ? probe : rows.front());
 
         selection out;
@@ -129,6 +132,12 @@ private:
         for (const auto& it : items) {
             if (it.aggregate == select_item::none)
                 not_understood(sql_); // a column beside an aggregate needs GROUP BY, not modelled
+            if (it.aggregate == select_item::nested) {
+                expr folded = it.e;
+                fold_aggregates(folded, src, rows, eval);
+                r.push_back(eval(folded, src, std::vector<value>(src.columns.size())));
+                continue;
+            }
             if (it.aggregate == select_item::count) {
                 value v = value::of_number(static_cast<std::int64_t>(rows.size()));
                 v.quoted64 = true;
@@ -157,6 +166,68 @@ private:
             r.push_back(*best);
         }
         return r;
+    }
+
+    /// An aggregate's arguments, evaluated once against `probe` so a
+    /// missing column or function fails even over no rows.
+    static void probe_aggregated(const expr& e, const table& src, const std::vector<value>& probe,
+                                 const evaluator& eval) {
+        if (!is_aggregate_call(e)) {
+            for (const auto& a : e.args)
+                probe_aggregated(a, src, probe, eval);
+            return;
+        }
+        for (const auto& a : e.args)
+            eval(a, src, probe);
+    }
+
+    /// Replaces each aggregate call in `e` by its value over `rows`:
+    /// count()/countIf a number; max/min/any(If) the best value, or over
+    /// no rows the type's default (0, the epoch, '').
+    static void fold_aggregates(expr& e, const table& src, const std::vector<std::vector<value>>& rows,
+                                const evaluator& eval) {
+        if (!is_aggregate_call(e)) {
+            for (auto& a : e.args)
+                fold_aggregates(a, src, rows, eval);
+            return;
+        }
+        const std::string f = upper(e.name);
+        const bool conditional = f.ends_with("IF");
+        auto counted = [&](const std::vector<value>& row) {
+            return !conditional || truthy(eval(e.args.back(), src, row));
+        };
+        value result;
+        if (f.starts_with("COUNT")) {
+            result = value::of_number(
+                static_cast<std::int64_t>(std::count_if(rows.begin(), rows.end(), counted)));
+        } else {
+            const bool max = f.starts_with("MAX"), any = f == "ANY";
+            std::optional<value> best;
+            for (const auto& row : rows) {
+                if (!counted(row))
+                    continue;
+                value v = eval(e.args.front(), src, row);
+                if (!best)
+                    best = std::move(v);
+                else if (any)
+                    continue;
+                else if (auto c = compare(v, *best); c && (max ? *c > 0 : *c < 0))
+                    best = std::move(v);
+            }
+            if (!best) {
+                best = value::of_number(0);
+                if (e.args.front().kind == expr::column)
+                    if (auto idx = src.find(e.args.front().name);
+                        idx && src.columns[*idx].type.find("String") != std::string::npos)
+                        best = value::of_text("");
+            }
+            result = std::move(*best);
+        }
+        result.quoted64 = false;
+        expr literal;
+        literal.v = std::move(result);
+        literal.text = std::move(e.text);
+        e = std::move(literal);
     }
 
     /// The items of every row; DISTINCT drops repeated result rows.
