@@ -155,6 +155,29 @@ TEST_CASE("embedded: written_rows, as the strict lock reads it") {
     MESSAGE("chDB counts a deduplicated block of other bytes as written: " << counted);
 }
 
+TEST_CASE("embedded: the fence lets through only the holder of the id's newest unreleased grant") {
+    // fence_condition is one scalar subquery of aggregates over the id's
+    // grant events; renew_grant is the fenced INSERT that shows it alone.
+    auto engine = embedded_tests::shared_engine();
+    chdb_transport t(engine);
+    const detail::statements stm = make_grant_table(t, test::unique_schema("fence"));
+    auto written = [&](const statement& s) {
+        diagnostics d;
+        t.async_execute(s, [](std::string_view) { return error_code{}; }, d, asio::use_future).get();
+        REQUIRE(d.written_rows.has_value());
+        return *d.written_rows;
+    };
+    auto renew = [&](const std::string& id, std::uint64_t token, const std::string& who) {
+        return written(stm.renew_grant(id, token, who, 9000, id + "/" + std::to_string(token) + "/" + who));
+    };
+    CHECK(renew("fresh", 1, "A") == 0); // no grant at all: nobody holds the id
+    CHECK(written(stm.claim_grant("job", 1, "A", 5000, "job/1", 0, 1000)) == 1);
+    CHECK(renew("job", 2, "B") == 0); // not the holder
+    CHECK(renew("job", 2, "A") == 1); // the holder moves its lease to token 2
+    CHECK(written(stm.insert_grant_event("job", 2, "A", detail::grant_event::release, 0, "job/2/release")) == 1);
+    CHECK(renew("job", 3, "A") == 0); // released
+}
+
 TEST_CASE("embedded: a streamed_reply statement reaches the sink in pieces, any other whole") {
     // get_all's statement (streamed_reply) must never be held whole: the
     // engine streams it block by block. A bounded reply is one buffered
