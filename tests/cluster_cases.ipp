@@ -803,7 +803,7 @@ TEST_CASE("cluster: update, merge, copy and move, each on another replica") {
     CHECK(r1->state_ids() == std::vector<std::string>{"job", "moved", "src"});
 }
 
-TEST_CASE("cluster: delete_state and clear on one replica: gone on every replica at once") {
+TEST_CASE("cluster: delete_state and clear on one replica: gone there at once, on the others within 5 s") {
     require_cluster();
     scratch_schema schema("cl_delete");
     wedge_guard wedged(schema);
@@ -820,11 +820,25 @@ TEST_CASE("cluster: delete_state and clear on one replica: gone on every replica
     s[1]->delete_state("a");
     const double delete_s = seconds_since(t0);
     CHECK(delete_s < 10);
+    // The delete is waited for on the replica that ran it; the others apply
+    // the mutation from the replication log (README, cluster mode: nothing
+    // waits for them), so there it is gone within 5 s.
+    double lag_max = 0;
+    auto gone_within_5s = [&](auto&& gone) {
+        const auto since = steady::now();
+        bool ok = gone();
+        while (!ok && steady::now() - since < 5s) {
+            std::this_thread::sleep_for(10ms);
+            ok = gone();
+        }
+        lag_max = std::max(lag_max, seconds_since(since));
+        return ok;
+    };
     for (int r = 0; r < 3; ++r) {
         CAPTURE(r + 1);
         std::optional<state> got;
-        CHECK_FALSE(code_of([&] { got = s[r]->get("a"); }));
-        CHECK_FALSE(got);
+        auto gone = [&] { return !code_of([&] { got = s[r]->get("a"); }) && !got; };
+        CHECK((r == 1 ? gone() : gone_within_5s(gone))); // replica 2 ran it: gone at once
     }
     t0 = steady::now();
     s[2]->clear("b");
@@ -833,8 +847,10 @@ TEST_CASE("cluster: delete_state and clear on one replica: gone on every replica
     for (int r = 0; r < 3; ++r) {
         CAPTURE(r + 1);
         std::vector<std::string> ids;
-        CHECK_FALSE(code_of([&] { ids = s[r]->state_ids(); }));
-        CHECK(ids == std::vector<std::string>{"c", "d"});
+        auto gone = [&] {
+            return !code_of([&] { ids = s[r]->state_ids(); }) && ids == std::vector<std::string>{"c", "d"};
+        };
+        CHECK((r == 2 ? gone() : gone_within_5s(gone))); // replica 3 ran it: gone at once
     }
     // Writes still work after the deletes (nothing left pending), and reads.
     std::string message;
@@ -843,7 +859,8 @@ TEST_CASE("cluster: delete_state and clear on one replica: gone on every replica
     std::optional<state> e;
     CHECK_FALSE(code_of([&] { e = s[2]->get("e"); }, &message));
     CHECK(v_of(e) == 2);
-    MESSAGE("delete_state " << delete_s << " s, clear " << clear_s << " s");
+    MESSAGE("delete_state " << delete_s << " s, clear " << clear_s << " s; seen late elsewhere by at most " << lag_max
+                            << " s");
 }
 
 TEST_CASE("cluster: set, delete, set the identical state again → present (not swallowed by block deduplication)") {
