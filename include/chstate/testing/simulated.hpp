@@ -65,12 +65,14 @@
 //       | SELECT expr, … [WHERE cond] | FORMAT TabSeparated (rows in statement::data)
 //   SELECT [DISTINCT] item, … [FROM db.t [FINAL]] [WHERE cond] [ORDER BY expr [DESC], …] [LIMIT n]
 //       [SETTINGS max_block_size = n] [FORMAT TabSeparated|JSONEachRow|RowBinary]
-//       items: expressions [AS alias]; count(), max(x), min(x), any(x) (no GROUP BY);
+//       items: expressions [AS alias]; count(), max(x), min(x), any(x), countIf(c),
+//       maxIf(x, c), minIf(x, c), alone or inside an expression (no GROUP BY: one row);
 //       expressions: AND / OR of =, !=, <, <=, >, >=; +, - and * over columns, literals,
 //       {params} and NULL; x IN (SELECT arrayJoin({param:Array(String)} or ['…', …]));
 //       INTERVAL n MILLISECOND|SECOND|MINUTE|HOUR|DAY; scalar subqueries (SELECT …); the
 //       functions now(), now64(3), version(), toDateTime(seconds), toUnixTimestamp,
-//       toUnixTimestamp64Milli (times are milliseconds), toUInt64, greatest, isNull,
+//       toUnixTimestamp64Milli, fromUnixTimestamp64Milli (times are milliseconds),
+//       toUInt64, toInt64, greatest, isNull,
 //       startsWith, SHA256, unhex
 //   SELECT … FROM system.tables (database, name, engine, engine_full) | system.columns
 //       (database, table, name, type, position) | system.mutations (database, table, is_done)
