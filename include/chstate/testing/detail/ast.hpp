@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chstate/testing/detail/cell.hpp>
+#include <chstate/testing/detail/lexer.hpp>
 
 #include <cstdint>
 #include <map>
@@ -51,9 +52,7 @@ struct select_item {
 inline bool is_aggregate_call(const expr& e) {
     if (e.kind != expr::call)
         return false;
-    std::string f;
-    for (char c : e.name)
-        f += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+    const std::string f = upper(e.name);
     return (f == "COUNT" && e.args.empty()) || (f == "COUNTIF" && e.args.size() == 1) ||
            ((f == "MAX" || f == "MIN" || f == "ANY") && e.args.size() == 1) ||
            ((f == "MAXIF" || f == "MINIF") && e.args.size() == 2);

@@ -144,28 +144,35 @@ private:
                 r.push_back(v);
                 continue;
             }
-            std::optional<value> best;
-            for (const auto& row : rows) {
-                value v = eval(it.e, src, row);
-                if (!best) {
-                    best = std::move(v);
-                    continue;
-                }
-                if (it.aggregate == select_item::any)
-                    continue;
-                if (auto c = compare(v, *best); c && (it.aggregate == select_item::max ? *c > 0 : *c < 0))
-                    best = std::move(v);
-            }
-            if (!best) { // no rows: the type's default (0, the epoch, '')
-                best = value::of_number(0);
-                if (it.e.kind == expr::column)
-                    if (auto idx = src.find(it.e.name);
-                        idx && src.columns[*idx].type.find("String") != std::string::npos)
-                        best = value::of_text("");
-            }
-            r.push_back(*best);
+            r.push_back(best_of(it.aggregate == select_item::max ? 1 : it.aggregate == select_item::min ? -1 : 0,
+                                it.e, nullptr, src, rows, eval));
         }
         return r;
+    }
+
+    /// max (`direction` 1), min (-1) or any (0) of `arg` over the rows
+    /// where `condition` (if any) holds; over none, the type's default
+    /// (0, the epoch, '').
+    static value best_of(int direction, const expr& arg, const expr* condition, const table& src,
+                         const std::vector<std::vector<value>>& rows, const evaluator& eval) {
+        std::optional<value> best;
+        for (const auto& row : rows) {
+            if (condition && !truthy(eval(*condition, src, row)))
+                continue;
+            value v = eval(arg, src, row);
+            if (!best)
+                best = std::move(v);
+            else if (direction == 0)
+                break;
+            else if (auto c = compare(v, *best); c && (direction > 0 ? *c > 0 : *c < 0))
+                best = std::move(v);
+        }
+        if (best)
+            return std::move(*best);
+        if (arg.kind == expr::column)
+            if (auto idx = src.find(arg.name); idx && src.columns[*idx].type.find("String") != std::string::npos)
+                return value::of_text("");
+        return value::of_number(0);
     }
 
     /// An aggregate's arguments, evaluated once against `probe` so a
@@ -193,35 +200,15 @@ private:
         }
         const std::string f = upper(e.name);
         const bool conditional = f.ends_with("IF");
-        auto counted = [&](const std::vector<value>& row) {
-            return !conditional || truthy(eval(e.args.back(), src, row));
-        };
         value result;
         if (f.starts_with("COUNT")) {
-            result = value::of_number(
-                static_cast<std::int64_t>(std::count_if(rows.begin(), rows.end(), counted)));
+            result = value::of_number(static_cast<std::int64_t>(
+                std::count_if(rows.begin(), rows.end(), [&](const std::vector<value>& row) {
+                    return !conditional || truthy(eval(e.args.back(), src, row));
+                })));
         } else {
-            const bool max = f.starts_with("MAX"), any = f == "ANY";
-            std::optional<value> best;
-            for (const auto& row : rows) {
-                if (!counted(row))
-                    continue;
-                value v = eval(e.args.front(), src, row);
-                if (!best)
-                    best = std::move(v);
-                else if (any)
-                    continue;
-                else if (auto c = compare(v, *best); c && (max ? *c > 0 : *c < 0))
-                    best = std::move(v);
-            }
-            if (!best) {
-                best = value::of_number(0);
-                if (e.args.front().kind == expr::column)
-                    if (auto idx = src.find(e.args.front().name);
-                        idx && src.columns[*idx].type.find("String") != std::string::npos)
-                        best = value::of_text("");
-            }
-            result = std::move(*best);
+            result = best_of(f.starts_with("MAX") ? 1 : f.starts_with("MIN") ? -1 : 0, e.args.front(),
+                             conditional ? &e.args.back() : nullptr, src, rows, eval);
         }
         result.quoted64 = false;
         expr literal;
