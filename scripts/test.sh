@@ -7,7 +7,14 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
+# Each stage's wall time, printed as one `timing: …` line at the end (CI's
+# budget is read from it: where a slow run went).
+timings=()
+stage_start=$SECONDS
+stage_done() { timings+=("$1=$((SECONDS - stage_start))s"); stage_start=$SECONDS; }
+
 bash scripts/build.sh
+stage_done build
 
 server_dir=$(mktemp -d /tmp/chstate-server.XXXXXX)
 stop_server() { bash scripts/clickhouse-server.sh stop "$server_dir" >/dev/null 2>&1 || true; rm -rf "$server_dir"; }
@@ -29,6 +36,7 @@ if [[ $# -eq 0 ]]; then
   test_args=(-tse=cluster)
 fi
 ./build/tests/chstate_tests "${test_args[@]}" 2>&1 | tee "$log" || status=$?
+stage_done tests
 # The hostile-input and fault suites each print one line (tests/tallies.hpp),
 # and so does the lease torture; on a full run each must be there with
 # enough cases and nothing failed, lost, partial or overlapping.
@@ -83,6 +91,7 @@ if [[ $# -eq 0 ]]; then
 fi
 # The README's C++ blocks match their compiled files, and those programs run.
 bash tests/readme/run.sh build || status=1
+stage_done readme
 # Exact values (README "Exact values"): every engine's fidelity results
 # against Python's json module, in one line.
 fidelity_results=("$CHSTATE_FIDELITY_RESULTS"/results-*.tsv)
@@ -95,11 +104,13 @@ elif [[ $# -eq 0 ]]; then
   echo "fidelity: no results (the fidelity test cases did not run)" >&2
   status=1
 fi
+stage_done fidelity
 # The `chstate` command-line tool, driven as an operator would (tests/cli):
 # every command on chDB and on the server above; one line, `cli: ...`.
 if [[ $# -eq 0 ]]; then
   python3 tests/cli/test_cli.py build/tools/chstate --server-dir "$server_dir" 2>"$test_dir/cli.log" \
     || { status=1; grep -E -A 8 '^(FAIL|Traceback|test_cli)' "$test_dir/cli.log" | head -n 80 >&2 || true; }
+  stage_done cli
 else
   echo "cli: not run (doctest options given; the full run checks it)"
 fi
@@ -108,6 +119,7 @@ fi
 # running the main example; one line, `consumers: ...`. Full runs only.
 if [[ $# -eq 0 ]]; then
   bash scripts/check-consumers.sh build || status=1
+  stage_done consumers
 else
   echo "consumers: not run (doctest options given; the full run checks them)"
 fi
@@ -116,6 +128,7 @@ fi
 # above; one line, `sanitizers: ...`. Full runs only.
 if [[ $# -eq 0 ]]; then
   bash scripts/sanitizers.sh || status=1
+  stage_done sanitizers
 else
   echo "sanitizers: not run (doctest options given; the full run checks them)"
 fi
@@ -127,6 +140,7 @@ fi
 if [[ $# -eq 0 ]]; then
   stop_server
   bash scripts/check-cluster-suite.sh || status=1
+  stage_done cluster
 else
   echo "cluster: not run (doctest options given; the full run starts the cluster rig and runs it)"
 fi
@@ -135,6 +149,7 @@ fi
 # `fuzz: targets=N runs=R crashes=0`. Full runs only.
 if [[ $# -eq 0 ]]; then
   bash scripts/fuzz.sh "${CHSTATE_FUZZ_SECONDS:-60}" || status=1
+  stage_done fuzz
 else
   echo "fuzz: not run (doctest options given; the full run fuzzes)"
 fi
@@ -146,5 +161,6 @@ else
   echo "tests: no doctest summary (the test binary did not finish)" >&2
   ((status != 0)) || status=1
 fi
+echo "timing: ${timings[*]} total=${SECONDS}s"
 rm -rf "$test_dir"
 exit "$status"
