@@ -69,9 +69,7 @@ DATA_CASE("fidelity: what Python's json writes survives get, update, copy, merge
     // The random cases beside the fixed ones: 1000, or CHSTATE_FIDELITY_RANDOM
     // (scripts/sanitizers.sh runs 100: under ASan the same code paths, whose
     // results the full run checks against Python, at a tenth of the time).
-    int random_cases = 1000;
-    if (const char* n = std::getenv("CHSTATE_FIDELITY_RANDOM"))
-        random_cases = std::atoi(n);
+    const long random_cases = test::env_or("CHSTATE_FIDELITY_RANDOM", 1000);
     REQUIRE_MESSAGE(random_cases >= 1, "CHSTATE_FIDELITY_RANDOM must be a positive count");
     REQUIRE_MESSAGE(fidelity::shell("python3 '" + tools + "corpus.py' --count " + std::to_string(random_cases) +
                                     " --seed 20261201 --out '" + corpus_file.string() + "' >/dev/null") == 0,

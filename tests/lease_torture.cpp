@@ -50,10 +50,7 @@ using namespace std::chrono_literals;
 using store_t = basic_state_store<chdb_transport>;
 using lease_t = store_t::lock_lease;
 
-inline long env_or(const char* name, long fallback) {
-    const char* v = std::getenv(name);
-    return v && *v ? std::strtol(v, nullptr, 10) : fallback;
-}
+using test::env_or;
 
 /// Milliseconds since the epoch on the stores' clock (real_clock: the system clock).
 inline std::int64_t ms_of(time_point t) {

@@ -37,6 +37,13 @@ inline std::string unique_schema(std::string_view prefix = "t") {
     return std::string(prefix) + "_" + std::to_string(::getpid()) + "_" + std::to_string(++counter);
 }
 
+/// A whole number from the environment, or `fallback` when the variable is
+/// unset or empty: how a test's size is scaled by hand or by a script.
+inline long env_or(const char* name, long fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::strtol(v, nullptr, 10) : fallback;
+}
+
 /// Lock durations shortened for tests on the real clock.
 inline lock_options fast_locks() {
     lock_options o;
