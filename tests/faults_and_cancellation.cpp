@@ -330,6 +330,33 @@ TEST_SUITE("unit") {
         CHECK(t.fault_points >= 200);
         CHECK(t.cancel_points >= 200);
     }
+
+    TEST_CASE("strict update(): claim, read, fenced write, release — four statements; three for a complete state") {
+        // The claim is not read back (acquire_request::optimistic): the fenced
+        // write proves it. The store knows the newest token from its own
+        // last release, so it reads no grant first either.
+        harness h(dialect::modern, lock_mode::strict);
+        auto update = [&](state s) {
+            auto done = h.store->async_update(std::move(s), asio::use_future);
+            REQUIRE(h.run());
+            return done.get();
+        };
+        update(state{"job", object{{"n", 0}}, {}});
+        auto sent = [&] {
+            std::vector<std::string> names;
+            for (const auto& st : h.script->log)
+                names.push_back(st.name);
+            h.script->reset_log();
+            return names;
+        };
+        sent();
+        CHECK(update(state{"job", object{{"n", 1}}, {}}).partial_state.at("n").as_int64() == 1);
+        CHECK(sent() == std::vector<std::string>{"grant.claim", "state.select_with_version", "state.insert_fenced",
+                                                 "grant.release"});
+        update(state{"job", {}, object{{"done", true}}});
+        CHECK(sent() == std::vector<std::string>{"grant.claim", "state.insert_fenced", "grant.release"});
+        CHECK(h.held_by_nobody_check("job").empty());
+    }
 }
 
 } // namespace faults_tests

@@ -37,7 +37,8 @@ CHSTATE_DECL asio::awaitable<void> give_back_orphans(session& s);
 CHSTATE_DECL op<> prepare(session& s, diagnostics& diag);
 
 /// The protocol alone, as a child of acquire()'s race.
-CHSTATE_DECL op<held_lock> run_protocol(session& s, std::string id, time_point deadline, diagnostics& diag);
+CHSTATE_DECL op<held_lock> run_protocol(session& s, std::string id, time_point deadline, diagnostics& diag,
+                                        acquire_request how);
 
 CHSTATE_DECL op<> deadline_wait(session& s, duration d);
 
@@ -57,8 +58,8 @@ inline error_code check_lease_settings(const session& s, diagnostics& diag) {
 /// deadline reports it itself.
 inline constexpr duration acquire_deadline_slack{1};
 
-/// Acquires the lock of `id`, within lock.timeout.
-CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostics& diag);
+/// Acquires the lock of `id`, within lock.timeout (or by how.deadline).
+CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostics& diag, acquire_request how = {});
 
 /// Gives `h` back. One that cannot be given back now is remembered and
 /// given back before the store's next operation.

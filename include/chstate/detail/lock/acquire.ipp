@@ -21,10 +21,11 @@ CHSTATE_DECL op<> prepare(session& s, diagnostics& diag) {
     co_return std::tuple{error_code{}};
 }
 
-CHSTATE_DECL op<held_lock> run_protocol(session& s, std::string id, time_point deadline, diagnostics& diag) {
+CHSTATE_DECL op<held_lock> run_protocol(session& s, std::string id, time_point deadline, diagnostics& diag,
+                                        acquire_request how) {
     co_await asio::this_coro::throw_if_cancelled(false);
     if (s.known()->lock == lock_protocol::strict)
-        co_return co_await acquire_strict(s, id, deadline, diag);
+        co_return co_await acquire_strict(s, id, deadline, diag, how);
     co_return co_await acquire_seed(s, id, deadline, diag);
 }
 
@@ -34,7 +35,7 @@ CHSTATE_DECL op<> deadline_wait(session& s, duration d) {
     co_return std::tuple{ec};
 }
 
-CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostics& diag) {
+CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostics& diag, acquire_request how) {
     if (auto ec = check_id(id, diag))
         co_return std::tuple{ec, held_lock{}};
     if (auto [ec] = co_await prepare(s, diag); ec)
@@ -54,7 +55,8 @@ CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostic
     if (stop)
         co_return std::tuple{make_error_code(asio::error::operation_aborted), held_lock{}};
     const duration timeout = s.options().lock.timeout;
-    const time_point deadline = s.now() + timeout;
+    const time_point deadline = how.deadline ? *how.deadline : s.now() + timeout;
+    const duration left = std::max(duration::zero(), std::chrono::duration_cast<duration>(deadline - s.now()));
     // The protocol's own rounds end at the deadline (its message says so);
     // the race ends one that a statement or settle wait holds past it.
     // Both results are kept: a protocol that won just as the race ended (or
@@ -62,8 +64,8 @@ CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostic
     auto ex = co_await asio::this_coro::executor;
     auto [order, protocol_failed, protocol, wait_failed, waited] =
         co_await asio::experimental::make_parallel_group(
-            asio::co_spawn(ex, run_protocol(s, id, deadline, diag), asio::deferred),
-            asio::co_spawn(ex, deadline_wait(s, timeout + acquire_deadline_slack), asio::deferred))
+            asio::co_spawn(ex, run_protocol(s, id, deadline, diag, how), asio::deferred),
+            asio::co_spawn(ex, deadline_wait(s, left + acquire_deadline_slack), asio::deferred))
             .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
     if (protocol_failed || wait_failed) // neither throws: a bug, or bad_alloc
         std::rethrow_exception(protocol_failed ? protocol_failed : wait_failed);

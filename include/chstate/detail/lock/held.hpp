@@ -22,8 +22,30 @@ struct held_lock {
     /// strict: a renewal was sent and its outcome is not known — the lease
     /// may hold a newer token than `token`; a release then looks.
     bool renewal_unknown = false;
+    /// strict, update() only (acquire_request::optimistic): the server
+    /// counted our claim's row but nobody read it back, so a rival's grant
+    /// of the same token may have been kept instead. The fenced write
+    /// decides: it lands only under the id's newest grant, and only when
+    /// that grant is ours. A refused write on such a claim is looked into
+    /// (claim_landed) before anyone calls the lock lost; a release gives
+    /// the token back only if the newest grant is ours (withdraw_grant).
+    bool unconfirmed = false;
 
     bool strict() const noexcept { return token != 0; }
+};
+
+/// How an operation asks for its lock; the defaults are what acquire_lock
+/// and clear() use.
+struct acquire_request {
+    /// strict: a claim the server counted as written is handed over without
+    /// reading it back (held_lock::unconfirmed) — for update(), whose
+    /// fenced write settles who held the id (one round trip fewer).
+    bool optimistic = false;
+    /// When to give up; none: now + lock.timeout.
+    std::optional<time_point> deadline;
+    /// strict: a token found vacant (its slot recorded, no row kept):
+    /// claims start after it.
+    std::uint64_t vacant_token = 0;
 };
 
 /// The deduplication token of one grant-table event: "sha256:<hex of the

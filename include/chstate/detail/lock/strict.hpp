@@ -107,10 +107,23 @@ struct claim_result {
     std::optional<std::uint64_t> free_basis;
 };
 
+/// `confirm` false (acquire_request::optimistic): a claim the server
+/// counted as written is won without the read-back, unconfirmed.
 CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std::uint64_t basis, std::uint64_t next,
-                                   diagnostics& diag);
+                                   diagnostics& diag, bool confirm = true);
 
-CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, time_point deadline, diagnostics& diag);
+CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, time_point deadline, diagnostics& diag,
+                                          const acquire_request& how = {});
+
+/// What became of an unconfirmed claim (held_lock::unconfirmed) whose
+/// fenced write the server refused.
+enum class claim_fate {
+    landed,   ///< our grant of the token is there: we held the id, and lost it
+    rivals,   ///< a rival's grant of the token was kept: we never held the id
+    vacant,   ///< the token has no event at all: nobody holds it
+};
+
+CHSTATE_DECL op<claim_fate> fate_of_claim(session& s, const held_lock& h, diagnostics& diag);
 
 /// strict: how many tokens an id's grant events may span before a release prunes them.
 inline constexpr std::uint64_t grant_prune_interval = 64;

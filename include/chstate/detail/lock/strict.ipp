@@ -52,7 +52,7 @@ CHSTATE_DECL asio::awaitable<void> withdraw_grant(session& s, const std::string&
 }
 
 CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std::uint64_t basis, std::uint64_t next,
-                                   diagnostics& diag) {
+                                   diagnostics& diag, bool confirm) {
     std::string mine = random_uuid();
     const std::uint64_t expires = s.now_ms() + lease_ttl_ms(s);
     claim_result r;
@@ -82,7 +82,14 @@ CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std:
     }
     // Written, or not counted. A count of one does not say the row survived:
     // the engine counts a block it then drops as a duplicate of a rival's
-    // grant (chDB 26.5 does), so read back who holds the token.
+    // grant (chDB 26.5 does), so read back who holds the token — unless the
+    // caller's fenced write will tell (update(): the fence refuses anyone
+    // whose grant is not the newest, or who has none).
+    if (!confirm && diag.written_rows) {
+        r.won = held_lock{id, std::move(mine), next, expires};
+        r.won->unconfirmed = true;
+        co_return std::tuple{error_code{}, std::move(r)};
+    }
     auto [hec, outcome] = co_await read_slot(s, id, next, mine, diag);
     if (hec) {
         co_await withdraw_grant(s, id, next, mine);
@@ -96,8 +103,9 @@ CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std:
     co_return std::tuple{error_code{}, std::move(r)};
 }
 
-CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, time_point deadline, diagnostics& diag) {
-    std::uint64_t vacant_token = 0;
+CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, time_point deadline, diagnostics& diag,
+                                          const acquire_request& how) {
+    std::uint64_t vacant_token = how.vacant_token;
     std::optional<std::uint64_t> basis = s.free_token_hint(id);
     int immediate = 0; // claims retried without waiting
     for (;;) {
@@ -110,7 +118,7 @@ CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, tim
         }
         if (basis) {
             const std::uint64_t next = std::max(*basis + 1, vacant_token + 1);
-            auto [ec, r] = co_await claim_once(s, id, *basis, next, diag);
+            auto [ec, r] = co_await claim_once(s, id, *basis, next, diag, !how.optimistic);
             if (ec)
                 co_return std::tuple{ec, held_lock{}};
             if (r.won)
@@ -135,7 +143,33 @@ CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, tim
     }
 }
 
+CHSTATE_DECL op<claim_fate> fate_of_claim(session& s, const held_lock& h, diagnostics& diag) {
+    auto [ec, found] = co_await s.rows(s.sql().select_grant_events_since(h.state_id, h.token), diag);
+    if (ec)
+        co_return std::tuple{ec, claim_fate::rivals};
+    bool token_seen = false;
+    for (const auto& row : found) {
+        auto g = grant_of(row);
+        if (!g)
+            co_return std::tuple{fail(diag, errc::protocol_error, "grant table reply row is incomplete"),
+                                 claim_fate::rivals};
+        if (g->token != h.token)
+            continue;
+        token_seen = true;
+        if (g->lock_id == h.lock_id && !g->released)
+            co_return std::tuple{error_code{}, claim_fate::landed};
+    }
+    co_return std::tuple{error_code{}, token_seen ? claim_fate::rivals : claim_fate::vacant};
+}
+
 CHSTATE_DECL op<> release_strict(session& s, held_lock h, diagnostics& diag, cancellation c) {
+    if (h.unconfirmed) {
+        // Possibly never ours: give the token back only if the newest grant
+        // is (withdraw_grant remembers what it cannot give back).
+        s.forget_free_token(h.state_id);
+        co_await withdraw_grant(s, h.state_id, h.token, h.lock_id);
+        co_return std::tuple{error_code{}};
+    }
     if (h.renewal_unknown) {
         // A renewal whose outcome was lost may have moved the lease to a
         // newer token: release the newest one if it is ours.

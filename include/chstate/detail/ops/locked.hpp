@@ -7,6 +7,14 @@
 // otherwise s is written as is (Meltano does not read a complete state
 // first, so update() can replace a stored state that no longer parses).
 //
+// strict: four round trips — claim, read, fenced write, release (three for
+// a complete state). The claim is not read back: the fenced write lands
+// only under the id's newest grant and only when that grant is ours, so a
+// write that lands proves the claim did. A refused write on an unconfirmed
+// claim is looked into: a claim a rival's grant displaced (or a vacant
+// token) never held the lock, so update() seeks it again, within the
+// same lock.timeout; one that had landed lost its lease (errc::lock_lost).
+//
 // The lock is always given back, whatever happened in between, and never
 // by a cancellable statement: a cancellation stops the operation's next
 // step, not its cleanup. A release that fails does not undo a write that
@@ -27,9 +35,26 @@ namespace chstate::detail {
 CHSTATE_DECL op<> fenced_set(session& s, const state& st, const held_lock& h, diagnostics& diag,
                              std::optional<std::uint64_t> newest_ms = std::nullopt);
 
+/// strict: half of `h`'s lease is gone.
+inline bool renewal_due(const session& s, const held_lock& h) {
+    return h.strict() && h.expires_ms != 0 && s.now_ms() + lease_ttl_ms(s) / 2 >= h.expires_ms;
+}
+
 /// strict: renews `h` before a write when half its lease is gone, so a
 /// slow operation does not hand the id to a rival midway.
 CHSTATE_DECL op<held_lock> keep_alive(session& s, held_lock h, diagnostics& diag);
+
+/// One attempt of update() under `held`: `merged` the stored state with
+/// the partial merged in (none: `incoming` itself was written);
+/// `never_held`: an unconfirmed claim turned out never to have landed —
+/// nothing was written, nothing is to be given back (`vacant`: nobody's).
+struct update_attempt {
+    std::optional<state> merged;
+    bool never_held = false;
+    bool vacant = false;
+};
+
+CHSTATE_DECL op<update_attempt> update_under(session& s, const state& incoming, held_lock& held, diagnostics& diag);
 
 /// Runs `body(held)` under the lock of `id`, then gives the lock back.
 template <class Result, class Body>

@@ -15,39 +15,101 @@ CHSTATE_DECL op<> fenced_set(session& s, const state& st, const held_lock& h, di
 }
 
 CHSTATE_DECL op<held_lock> keep_alive(session& s, held_lock h, diagnostics& diag) {
-    if (!h.strict() || h.expires_ms == 0 || s.now_ms() + lease_ttl_ms(s) / 2 < h.expires_ms)
+    if (!renewal_due(s, h))
         co_return std::tuple{error_code{}, std::move(h)};
     co_return co_await renew_grant(s, std::move(h), diag);
+}
+
+CHSTATE_DECL op<update_attempt> update_under(session& s, const state& incoming, held_lock& held, diagnostics& diag) {
+    update_attempt attempt;
+    // After a refused write or before a renewal, an unconfirmed claim is
+    // looked up: one that never landed ends the attempt without an error.
+    auto never_held = [&](claim_fate fate) {
+        attempt.never_held = true;
+        attempt.vacant = fate == claim_fate::vacant;
+    };
+    // The stored version, read under the lock with the state: the write's
+    // monotonic version starts from it and reads nothing more. Every later
+    // writer of the id either holds this lock after us or started before
+    // our write finished (versions.hpp).
+    std::optional<std::uint64_t> newest_ms;
+    if (!incoming.is_complete()) {
+        std::uint64_t newest = 0;
+        auto [ec, current] = co_await read_state(s, incoming.state_id, diag, &newest);
+        if (ec)
+            co_return std::tuple{ec, std::move(attempt)};
+        newest_ms = newest;
+        if (current)
+            attempt.merged = std::move(current->merge_partial(incoming));
+    }
+    const state& written = attempt.merged ? *attempt.merged : incoming;
+    if (held.unconfirmed && renewal_due(s, held)) { // only a holder renews
+        auto [fec, fate] = co_await fate_of_claim(s, held, diag);
+        if (fec)
+            co_return std::tuple{fec, std::move(attempt)};
+        if (fate != claim_fate::landed) {
+            never_held(fate);
+            co_return std::tuple{error_code{}, std::move(attempt)};
+        }
+        held.unconfirmed = false;
+    }
+    auto [kec, kept] = co_await keep_alive(s, held, diag);
+    if (kec)
+        co_return std::tuple{kec, std::move(attempt)};
+    held = std::move(kept);
+    if (!held.strict()) {
+        auto [ec] = co_await write_state(s, written, diag, std::nullopt, newest_ms);
+        co_return std::tuple{ec, std::move(attempt)};
+    }
+    if (auto [ec] = co_await write_state(s, written, diag, held.lock_id, newest_ms); ec)
+        co_return std::tuple{ec, std::move(attempt)};
+    if (held.unconfirmed && diag.written_rows) {
+        // A row written passed the fence: the newest grant was ours, so our
+        // claim landed. None written: find out whether it ever did.
+        if (*diag.written_rows == 0) {
+            const auto refused = diag.written_rows;
+            auto [fec, fate] = co_await fate_of_claim(s, held, diag);
+            if (fec)
+                co_return std::tuple{fec, std::move(attempt)};
+            if (fate != claim_fate::landed) {
+                never_held(fate);
+                co_return std::tuple{error_code{}, std::move(attempt)};
+            }
+            diag.written_rows = refused; // the write's count, for settle_fenced_write
+        }
+        held.unconfirmed = false;
+    }
+    auto [ec] = co_await settle_fenced_write(s, held, diag);
+    co_return std::tuple{ec, std::move(attempt)};
 }
 
 CHSTATE_DECL op<state> update(session& s, state incoming, diagnostics& diag) {
     if (auto ec = check_id(incoming.state_id, diag))
         co_return std::tuple{ec, state{}};
     const std::string id = incoming.state_id;
-    co_return co_await under_lock<state>(s, id, diag, [&](held_lock& held) -> op<state> {
-        state written;
-        // The stored version, read under the lock with the state: the
-        // write's monotonic version starts from it and reads nothing more.
-        // Every later writer of the id either holds this lock after us or
-        // started before our write finished (versions.hpp).
-        std::optional<std::uint64_t> newest_ms;
-        if (!incoming.is_complete()) {
-            std::uint64_t newest = 0;
-            auto [ec, current] = co_await read_state(s, id, diag, &newest);
-            if (ec)
-                co_return std::tuple{ec, state{}};
-            newest_ms = newest;
-            written = current ? std::move(current->merge_partial(incoming)) : std::move(incoming);
-        } else {
-            written = std::move(incoming);
+    const time_point started = s.now();
+    // strict: the claim is not read back (acquire_request::optimistic); a
+    // claim that never landed shows as a refused write, and the lock is
+    // then sought again until lock.timeout has passed since the start.
+    acquire_request how{.optimistic = true};
+    for (;;) {
+        auto [ec, held] = co_await acquire(s, id, diag, how);
+        if (ec)
+            co_return std::tuple{ec, state{}};
+        auto [bec, attempt] = co_await update_under(s, incoming, held, diag);
+        if (!bec && attempt.never_held) { // nothing to give back: the token was never ours
+            s.forget_free_token(id);
+            how.deadline = started + s.options().lock.timeout;
+            if (attempt.vacant)
+                how.vacant_token = std::max(how.vacant_token, held.token);
+            continue;
         }
-        auto [kec, kept] = co_await keep_alive(s, held, diag);
-        if (kec)
-            co_return std::tuple{kec, state{}};
-        held = std::move(kept);
-        auto [ec] = co_await fenced_set(s, written, held, diag, newest_ms);
-        co_return std::tuple{ec, std::move(written)};
-    });
+        diagnostics release_diag;
+        co_await release(s, held, release_diag, cancellation::ignore);
+        if (bec)
+            co_return std::tuple{bec, state{}};
+        co_return std::tuple{error_code{}, attempt.merged ? std::move(*attempt.merged) : std::move(incoming)};
+    }
 }
 
 CHSTATE_DECL op<> clear(session& s, std::string id, diagnostics& diag) {
