@@ -27,7 +27,7 @@ struct held_lock {
     /// of the same token may have been kept instead. The fenced write
     /// decides: it lands only under the id's newest grant, and only when
     /// that grant is ours. A refused write on such a claim is looked into
-    /// (claim_landed) before anyone calls the lock lost; a release gives
+    /// (fate_of_claim) before anyone calls the lock lost; a release gives
     /// the token back only if the newest grant is ours (withdraw_grant).
     bool unconfirmed = false;
 
