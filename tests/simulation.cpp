@@ -998,6 +998,10 @@ TEST_CASE("lock-schedules: the seed-compatible protocol under adversarial schedu
         {{.name = "stale-holder", .work = 25s, .lock = stale_locks}, 20, 1000, true, true},
         {{.name = "release-race", .rounds = 2, .work = 1500ms, .start_gap = 500ms}, 40, 3000, false, false},
         {{.name = "clock-skew", .work = 5s, .skew = 310s}, 20, 1000, true, true},
+        // update() itself (scenario::updates): its lost-update check finds
+        // what merges do to the seed's lock (no critical section is visible
+        // from outside, so no double grant is counted).
+        {{.name = "update, merge-collapse", .merges = true, .updates = true}, 16, 3000, false, true},
     };
     tally total;
     for (auto& c : classes) {
@@ -1265,6 +1269,12 @@ TEST_CASE("lock-schedules: both protocols on a simulated cluster (lagging fetche
         {{.name = "strict stale-holder, 3 replicas, insert_quorum_parallel=0 from the store", .delays = true, .work = 2s,
           .first_work = 25s, .lock = short_lease, .replicas = 3, .quorum_timeouts = true, .lag = 0.5},
          1500, 27, true},
+        // update() with its claim not read back: the fence on the replica
+        // that runs the write settles who held the id (a displaced claim's
+        // own row never lands; a replica behind the quorum refuses to read).
+        {{.name = "strict update(), 3 replicas, insert_quorum_parallel=0 from the store", .clients = 3, .rounds = 2,
+          .delays = true, .lock = strict_locks, .replicas = 3, .quorum_timeouts = true, .lag = 0.5, .updates = true},
+         1500, 28, true},
     };
     tally total, strict_safe;
     for (auto& c : classes) {
