@@ -1086,10 +1086,15 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
         // update(): the claim is not read back; the fenced write settles who
         // held the id, and a claim a rival's grant displaced (the simulator,
         // like chDB, counts the dropped duplicate as written) seeks the lock
-        // again. Two clients, two updates each, every interleaving to depth
-        // 40; then three clients under a lease shorter than the delays the
-        // explorer may insert. No confirmed update may be lost, none may
-        // stick, and no grant may be left unreleased.
+        // again. Two clients, two updates each: the first 3000 schedules of
+        // those that differ in their first 40 choices (no delays, so no
+        // renewals: every slot read there is a displaced claim looked into);
+        // then three clients under a lease shorter than the delays the
+        // explorer may insert (slot reads there include renewals'). No
+        // confirmed update may be lost, none may stick, and no grant may be
+        // left unreleased. (Not explored: cancelling an update() midway —
+        // the sweeps in tests/faults_and_cancellation.cpp cancel it at every
+        // statement on one client.)
         scenario both{.name = "update-interleaving", .rounds = 2, .lock = strict_locks, .two_phase = true,
                       .updates = true};
         auto e = explore_exhaustive(both, 40, 3000);

@@ -333,8 +333,11 @@ private:
                                                       names_p.data(), names_n.data(), values_p.data(),
                                                       values_n.data(), n);
             error_code ec = check(r, diag);
-            // 0 for a deduplicated block or an INSERT … SELECT that selected
-            // nothing (measured on chDB 26.5; the strict lock relies on it).
+            // 0 for an INSERT … SELECT that selected nothing and for a block
+            // resent with the same deduplication token and bytes; a block of
+            // other bytes dropped as a duplicate is still counted (measured on
+            // chDB 26.5: tests/embedded.cpp, "written_rows, as the strict lock
+            // reads it"; the strict lock relies on the zeros only).
             if (!ec && r && api_.result_rows_written)
                 diag.written_rows = api_.result_rows_written(r);
             if (!ec && api_.result_length(r) > 0)
