@@ -26,10 +26,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace faults_tests {
 
@@ -57,7 +59,7 @@ struct harness {
     asio::cancellation_signal signal;
     store_options options;
 
-    harness(dialect d, lock_mode m) {
+    harness(dialect d, lock_mode m, duration lock_timeout = 5s) {
         server = simulated_clickhouse::create(base);
         if (d == dialect::v18_16)
             server->set_version("18.16.1");
@@ -65,7 +67,7 @@ struct harness {
         options.lock.mode = m;
         options.lock.settle = 1s;
         options.lock.retry_interval = 1s;
-        options.lock.timeout = 5s;
+        options.lock.timeout = lock_timeout;
         store = std::make_unique<store_t>(ioc.get_executor(),
                                           test::scripted_transport(simulated_transport(server, ioc.get_executor()), script),
                                           options, test::counting_clock(base, waits));
@@ -121,6 +123,10 @@ struct operation {
     std::function<void(harness&)> setup;
     /// Starts it; `done(ec)` when it completes.
     std::function<void(harness&, std::function<void(error_code)>)> start;
+    /// lock.timeout: longer than any jump of the clock `setup` arranges.
+    duration lock_timeout = 5s;
+    /// strict: a statement the untouched run must send (what `setup` arranges).
+    const char* strict_sends = nullptr;
 };
 
 template <class... Ts>
@@ -143,6 +149,18 @@ std::vector<operation> operations() {
         h.run();
     };
     auto none = [](harness&) {};
+    // A slow operation (strict): two thirds of its claim's lease are gone
+    // once the claim is sent (lock.timeout is longer than that, so the
+    // acquire itself does not give up), and it renews before it writes —
+    // the renewal's every point is swept too, a lost renewal reply among
+    // them (the release must then give back the newer token).
+    auto stored_then_slow = [stored](harness& h) {
+        stored(h);
+        h.script->on_send = [&h, moved = false](const std::string& name) mutable {
+            if (name == "grant.claim" && !std::exchange(moved, true))
+                h.base.advance(h.options.lock.lease_ttl * 2 / 3);
+        };
+    };
     using done_fn = std::function<void(error_code)>;
     return {
         {"ensure_schema", false, none, [](harness& h, done_fn d) { h.store->async_ensure_schema(bound<>(h, d)); }},
@@ -154,6 +172,10 @@ std::vector<operation> operations() {
          [](harness& h, done_fn d) {
              h.store->async_update(state{"job", {}, json::object{{"n", 3}}}, bound<state>(h, d));
          }},
+        {"update (renewal due)", false, stored_then_slow,
+         [](harness& h, done_fn d) { h.store->async_update(job(R"({"m":2})"), bound<state>(h, d)); }, 60s, "grant.renew"},
+        {"clear (renewal due)", false, stored_then_slow,
+         [](harness& h, done_fn d) { h.store->async_clear("job", bound<>(h, d)); }, 60s, "grant.renew"},
         {"delete_state", false, stored, [](harness& h, done_fn d) { h.store->async_delete_state("job", bound<>(h, d)); }},
         {"clear", false, stored, [](harness& h, done_fn d) { h.store->async_clear("job", bound<>(h, d)); }},
         {"clear_all", false, stored, [](harness& h, done_fn d) { h.store->async_clear_all(bound<std::uint64_t>(h, d)); }},
@@ -209,7 +231,7 @@ struct run_result {
 };
 
 run_result run_once(dialect d, lock_mode m, const operation& op, int at, injected what, int cancel_wait_at) {
-    harness h(d, m);
+    harness h(d, m, op.lock_timeout);
     run_result r;
     op.setup(h);
     h.script->reset_log();
@@ -270,6 +292,9 @@ void sweep(dialect d, lock_mode m, sweep_totals& t) {
         if (!refused)
             REQUIRE_FALSE(base.o.ec);
         CHECK(base.leak.empty());
+        if (op.strict_sends && m == lock_mode::strict && !refused)
+            CHECK(std::any_of(base.log.begin(), base.log.end(),
+                              [&](const auto& sent) { return sent.name == op.strict_sends; }));
         const int statements = int(base.log.size());
         for (int k = 1; k <= statements; ++k) {
             const bool cleanup = !base.log[std::size_t(k - 1)].cancellable;

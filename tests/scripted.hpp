@@ -44,6 +44,8 @@ struct script_state {
     int at = 0; ///< 1-based statement number (0: none)
     injected what = injected::nothing;
     std::function<void()> cancel; ///< emits the operation's cancellation signal
+    /// Called with each statement's name as it is sent (e.g. to move the clock).
+    std::function<void(const std::string&)> on_send;
     // canned replies: when non-empty, statements are answered from here
     struct expectation {
         std::string name;
@@ -114,6 +116,8 @@ private:
         if (s.cancel_emitted && cancellable)
             ++s.cancellable_after_cancel;
         const int n = int(s.log.size());
+        if (s.on_send)
+            s.on_send(stmt.name);
         auto ex = asio::get_associated_executor(handler, get_executor());
         auto complete = [ex, h = std::move(handler)](error_code ec) mutable {
             asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });

@@ -53,10 +53,13 @@ CHSTATE_DECL op<update_attempt> update_under(session& s, const state& incoming, 
         }
         held.unconfirmed = false;
     }
+    // Kept even when the renewal failed: a renewal whose reply was lost may
+    // have landed (renewal_unknown), and the release must then look for
+    // the newer token instead of giving back the old one.
     auto [kec, kept] = co_await keep_alive(s, held, diag);
+    held = std::move(kept);
     if (kec)
         co_return std::tuple{kec, std::move(attempt)};
-    held = std::move(kept);
     if (!held.strict()) {
         auto [ec] = co_await write_state(s, written, diag, std::nullopt, newest_ms);
         co_return std::tuple{ec, std::move(attempt)};
@@ -117,9 +120,9 @@ CHSTATE_DECL op<> clear(session& s, std::string id, diagnostics& diag) {
         co_return std::tuple{ec};
     auto [ec, done] = co_await under_lock<nothing>(s, id, diag, [&](held_lock& held) -> op<nothing> {
         auto [kec, kept] = co_await keep_alive(s, held, diag);
+        held = std::move(kept); // as in update_under: kept even when the renewal failed
         if (kec)
             co_return std::tuple{kec, nothing{}};
-        held = std::move(kept);
         std::optional<std::string> fence;
         if (held.strict())
             fence = held.lock_id;
