@@ -54,6 +54,11 @@ struct update_attempt {
     bool vacant = false;
 };
 
+/// An unconfirmed claim (update()'s, not read back) looked up: true when it
+/// landed (`held` is then confirmed); false when it never held the lock
+/// (`attempt` says so: nothing to give back, the lock is sought again).
+CHSTATE_DECL op<bool> confirm_claim(session& s, held_lock& held, update_attempt& attempt, diagnostics& diag);
+
 CHSTATE_DECL op<update_attempt> update_under(session& s, const state& incoming, held_lock& held, diagnostics& diag);
 
 /// Runs `body(held)` under the lock of `id`, then gives the lock back.

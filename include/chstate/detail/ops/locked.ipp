@@ -20,14 +20,21 @@ CHSTATE_DECL op<held_lock> keep_alive(session& s, held_lock h, diagnostics& diag
     co_return co_await renew_grant(s, std::move(h), diag);
 }
 
-CHSTATE_DECL op<update_attempt> update_under(session& s, const state& incoming, held_lock& held, diagnostics& diag) {
-    update_attempt attempt;
-    // After a refused write or before a renewal, an unconfirmed claim is
-    // looked up: one that never landed ends the attempt without an error.
-    auto never_held = [&](claim_fate fate) {
+CHSTATE_DECL op<bool> confirm_claim(session& s, held_lock& held, update_attempt& attempt, diagnostics& diag) {
+    auto [ec, fate] = co_await fate_of_claim(s, held, diag);
+    if (ec)
+        co_return std::tuple{ec, false};
+    if (fate != claim_fate::landed) {
         attempt.never_held = true;
         attempt.vacant = fate == claim_fate::vacant;
-    };
+        co_return std::tuple{error_code{}, false};
+    }
+    held.unconfirmed = false;
+    co_return std::tuple{error_code{}, true};
+}
+
+CHSTATE_DECL op<update_attempt> update_under(session& s, const state& incoming, held_lock& held, diagnostics& diag) {
+    update_attempt attempt;
     // The stored version, read under the lock with the state: the write's
     // monotonic version starts from it and reads nothing more. Every later
     // writer of the id either holds this lock after us or started before
@@ -43,15 +50,10 @@ CHSTATE_DECL op<update_attempt> update_under(session& s, const state& incoming, 
             attempt.merged = std::move(current->merge_partial(incoming));
     }
     const state& written = attempt.merged ? *attempt.merged : incoming;
-    if (held.unconfirmed && renewal_due(s, held)) { // only a holder renews
-        auto [fec, fate] = co_await fate_of_claim(s, held, diag);
-        if (fec)
-            co_return std::tuple{fec, std::move(attempt)};
-        if (fate != claim_fate::landed) {
-            never_held(fate);
-            co_return std::tuple{error_code{}, std::move(attempt)};
-        }
-        held.unconfirmed = false;
+    if (held.unconfirmed && renewal_due(s, held)) { // only a holder renews: look the claim up first
+        auto [cec, landed] = co_await confirm_claim(s, held, attempt, diag);
+        if (cec || !landed) // never held: ends the attempt without an error
+            co_return std::tuple{cec, std::move(attempt)};
     }
     // Kept even when the renewal failed: a renewal whose reply was lost may
     // have landed (renewal_unknown), and the release must then look for
@@ -66,18 +68,14 @@ CHSTATE_DECL op<update_attempt> update_under(session& s, const state& incoming, 
     }
     if (auto [ec] = co_await write_state(s, written, diag, held.lock_id, newest_ms); ec)
         co_return std::tuple{ec, std::move(attempt)};
+    // A row written passed the fence: the newest grant was ours, so our
+    // claim landed. None written: find out whether it ever did.
     if (held.unconfirmed && diag.written_rows) {
-        // A row written passed the fence: the newest grant was ours, so our
-        // claim landed. None written: find out whether it ever did.
         if (*diag.written_rows == 0) {
             const auto refused = diag.written_rows;
-            auto [fec, fate] = co_await fate_of_claim(s, held, diag);
-            if (fec)
-                co_return std::tuple{fec, std::move(attempt)};
-            if (fate != claim_fate::landed) {
-                never_held(fate);
-                co_return std::tuple{error_code{}, std::move(attempt)};
-            }
+            auto [cec, landed] = co_await confirm_claim(s, held, attempt, diag);
+            if (cec || !landed)
+                co_return std::tuple{cec, std::move(attempt)};
             diag.written_rows = refused; // the write's count, for settle_fenced_write
         }
         held.unconfirmed = false;
