@@ -96,8 +96,14 @@ export CHSTATE_TEST_DIR=$work
 unset CHSTATE_FIDELITY_RESULTS
 # "large values" (tests/large_values_cases.ipp) with an 8 MB state instead of
 # 100 MB: the same code paths and sizes far past every buffer; at 100 MB the
-# server case alone takes 5 minutes under ASan (the normal run keeps 100 MB).
+# server case alone takes 5 minutes under ASan (the normal run keeps 100 MB
+# on chDB, 32 MB on the server).
 export CHSTATE_LARGE_STATE_MB=${CHSTATE_LARGE_STATE_MB:-8}
+# The schedule explorer (tests/simulation.cpp) with a quarter of its seeded
+# random schedules (a prefix of the same sequence; exhaustive classes keep
+# theirs): its three cases took ~500 s of the ~600 s no-engine run under
+# ASan; the plain run explores them all and gives the verdicts.
+export CHSTATE_SCHEDULES_PERCENT=${CHSTATE_SCHEDULES_PERCENT:-25}
 # The fidelity cases (tests/fidelity_cases.ipp) with their 326 fixed states
 # and 100 random ones instead of 1000: every code path, each kind of value;
 # the full run checks all 1326 against Python. With 1000 they took 773 s of

@@ -1,13 +1,18 @@
 // No size limits of chstate's making (README "Exact values"): a 1 MiB state
-// id and a 100 MB state through every operation. A templated test case over
-// the data fixtures (DATA_CASE, tests/contract.hpp), included by the
-// embedded and server test files.
+// id and a large state (100 MB on chDB, 32 MB on the server) through every
+// operation. A templated test case over the data fixtures (DATA_CASE,
+// tests/contract.hpp), included by the embedded and server test files.
 
-DATA_CASE("large values: a 1 MiB state id and a 100 MB state through every operation") {
+DATA_CASE("large values: a 1 MiB state id and a state of many MB through every operation") {
     store_under_test<fixture> t;
     t.store.ensure_schema();
-    // (scripts/sanitizers.sh runs 8 MB; smaller runs by hand to measure)
-    const auto mb = static_cast<std::size_t>(test::env_or("CHSTATE_LARGE_STATE_MB", 100));
+    // 100 MB on chDB. The server: 32 MB — 18.16 spends about half a minute
+    // of its own CPU on each 100 MB statement, which made this the longest
+    // case of the test command (~8 min); 32 MB still crosses every buffer of
+    // the HTTP path many times over (its limits are 256 MiB a row).
+    // CHSTATE_LARGE_STATE_MB sets both (scripts/sanitizers.sh runs 8 MB).
+    const long default_mb = std::string_view(fixture::name) == "embedded" ? 100 : 32;
+    const auto mb = static_cast<std::size_t>(test::env_or("CHSTATE_LARGE_STATE_MB", default_mb));
     // A 1 MiB id of every byte value but NUL-free runs of text, and one of 300 KB.
     std::string id(1 << 20, 'i');
     for (std::size_t i = 0; i < id.size(); i += 997)

@@ -23,6 +23,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <set>
@@ -626,25 +627,30 @@ inline outcome run_schedule(const scenario& sc, id_map::policy order, std::mt199
                 auto tup = asio::as_tuple(asio::use_awaitable);
                 if (sc.start_gap.count() > 0 && c > 0)
                     co_await st.get_clock().async_wait(ioc.get_executor(), sc.start_gap * c, tup);
-                for (int r = 0; r < sc.rounds && sc.updates; ++r) {
-                    const std::int64_t write_id = c * 1000 + r;
-                    state mine{std::string("job"), {}, {}};
-                    mine.partial_state["w" + std::to_string(write_id)] = write_id;
-                    diagnostics diag;
-                    auto [uec, merged] = co_await st.async_update(std::move(mine), diag, tup);
-                    if (uec == errc::lock_lost)
-                        ++out.refused;
-                    if (uec) {
-                        if (trace())
-                            std::printf("  client %d: update failed: %s: %s\n", c, uec.message().c_str(),
-                                        diag.message.c_str());
-                        ++out.gave_up;
-                        continue;
+                // scenario::updates: each round is one update(); otherwise a
+                // lease, a read, a write under it and the release.
+                if (sc.updates) {
+                    for (int r = 0; r < sc.rounds; ++r) {
+                        const std::int64_t write_id = c * 1000 + r;
+                        state mine{std::string("job"), {}, {}};
+                        mine.partial_state["w" + std::to_string(write_id)] = write_id;
+                        diagnostics diag;
+                        auto [uec, merged] = co_await st.async_update(std::move(mine), diag, tup);
+                        if (uec == errc::lock_lost)
+                            ++out.refused;
+                        if (uec) {
+                            if (trace())
+                                std::printf("  client %d: update failed: %s: %s\n", c, uec.message().c_str(),
+                                            diag.message.c_str());
+                            ++out.gave_up;
+                            continue;
+                        }
+                        ++out.completed;
+                        confirmed.push_back(write_id);
                     }
-                    ++out.completed;
-                    confirmed.push_back(write_id);
+                    co_return;
                 }
-                for (int r = 0; r < sc.rounds && !sc.updates; ++r) {
+                for (int r = 0; r < sc.rounds; ++r) {
                     diagnostics diag;
                     acquiring[std::size_t(c)] = 1;
                     auto [ec, lease] = co_await st.async_acquire_lock(
@@ -935,6 +941,17 @@ struct tally {
     }
 };
 
+/// A count of seeded random schedules, scaled by CHSTATE_SCHEDULES_PERCENT
+/// (1–100, default 100). scripts/sanitizers.sh runs a quarter under ASan:
+/// there memory errors are looked for; the verdicts on the full counts come
+/// from the plain run (a quarter is a prefix of the same seeded sequence).
+/// Exhaustive classes keep their counts: some reach their expected
+/// finding only late in the search order.
+inline std::size_t scaled(std::size_t schedules) {
+    static const long percent = std::clamp(test::env_or("CHSTATE_SCHEDULES_PERCENT", 100), 1L, 100L);
+    return std::max<std::size_t>(2, schedules * std::size_t(percent) / 100);
+}
+
 /// Every schedule whose first `depth` branching choices differ (later
 /// choices take the first option), up to `cap` schedules.
 inline tally explore_exhaustive(const scenario& sc, std::size_t depth, std::size_t cap) {
@@ -965,7 +982,9 @@ inline tally explore_exhaustive(const scenario& sc, std::size_t depth, std::size
     return t;
 }
 
+/// `schedules` (scaled) seeded random schedules.
 inline tally explore_random(const scenario& sc, std::size_t schedules, std::uint64_t seed) {
+    schedules = scaled(schedules);
     tally t;
     std::mt19937_64 rng(seed);
     for (std::size_t k = 0; k < schedules; ++k) {
@@ -1027,7 +1046,7 @@ TEST_CASE("lock-schedules: the seed-compatible protocol under adversarial schedu
     auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     std::printf("lock-schedules[seed-compatible]: explored=%zu double_grants=%zu lost_updates=%zu (%.1f s)\n",
                 total.explored, total.double_grants, total.lost_updates, secs);
-    CHECK(total.explored >= 10000);
+    CHECK(total.explored >= scaled(10000));
 }
 
 TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
@@ -1178,7 +1197,7 @@ TEST_CASE("lock-schedules: the strict protocol under adversarial schedules") {
     CHECK(total.live_overlaps == 0);
     CHECK(total.double_grants == 0);
     CHECK(total.lost_updates == 0);
-    CHECK(total.explored >= 10000);
+    CHECK(total.explored >= scaled(10000));
 
 }
 
