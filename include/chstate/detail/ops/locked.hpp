@@ -40,9 +40,12 @@ inline bool renewal_due(const session& s, const held_lock& h) {
     return h.strict() && h.expires_ms != 0 && s.now_ms() + lease_ttl_ms(s) / 2 >= h.expires_ms;
 }
 
-/// strict: renews `h` before a write when half its lease is gone, so a
-/// slow operation does not hand the id to a rival midway.
-CHSTATE_DECL op<held_lock> keep_alive(session& s, held_lock h, diagnostics& diag);
+/// strict: renews `h` in place before a write when half its lease is gone,
+/// so a slow operation does not hand the id to a rival midway. `h` is
+/// updated even when the renewal fails: one whose reply was lost may have
+/// landed (renewal_unknown), and the release must then look for the newer
+/// token instead of giving back the old one.
+CHSTATE_DECL op<> keep_alive(session& s, held_lock& h, diagnostics& diag);
 
 /// One attempt of update() under `held`: `merged` the stored state with
 /// the partial merged in (none: `incoming` itself was written);

@@ -14,10 +14,12 @@ CHSTATE_DECL op<> fenced_set(session& s, const state& st, const held_lock& h, di
     co_return co_await settle_fenced_write(s, h, diag);
 }
 
-CHSTATE_DECL op<held_lock> keep_alive(session& s, held_lock h, diagnostics& diag) {
+CHSTATE_DECL op<> keep_alive(session& s, held_lock& h, diagnostics& diag) {
     if (!renewal_due(s, h))
-        co_return std::tuple{error_code{}, std::move(h)};
-    co_return co_await renew_grant(s, std::move(h), diag);
+        co_return std::tuple{error_code{}};
+    auto [ec, renewed] = co_await renew_grant(s, h, diag);
+    h = std::move(renewed); // on failure too (see locked.hpp)
+    co_return std::tuple{ec};
 }
 
 CHSTATE_DECL op<bool> confirm_claim(session& s, held_lock& held, update_attempt& attempt, diagnostics& diag) {
@@ -55,12 +57,7 @@ CHSTATE_DECL op<update_attempt> update_under(session& s, const state& incoming, 
         if (cec || !landed) // never held: ends the attempt without an error
             co_return std::tuple{cec, std::move(attempt)};
     }
-    // Kept even when the renewal failed: a renewal whose reply was lost may
-    // have landed (renewal_unknown), and the release must then look for
-    // the newer token instead of giving back the old one.
-    auto [kec, kept] = co_await keep_alive(s, held, diag);
-    held = std::move(kept);
-    if (kec)
+    if (auto [kec] = co_await keep_alive(s, held, diag); kec)
         co_return std::tuple{kec, std::move(attempt)};
     if (!held.strict()) {
         auto [ec] = co_await write_state(s, written, diag, std::nullopt, newest_ms);
@@ -117,9 +114,7 @@ CHSTATE_DECL op<> clear(session& s, std::string id, diagnostics& diag) {
     if (auto ec = check_id(id, diag))
         co_return std::tuple{ec};
     auto [ec, done] = co_await under_lock<nothing>(s, id, diag, [&](held_lock& held) -> op<nothing> {
-        auto [kec, kept] = co_await keep_alive(s, held, diag);
-        held = std::move(kept); // as in update_under: kept even when the renewal failed
-        if (kec)
+        if (auto [kec] = co_await keep_alive(s, held, diag); kec)
             co_return std::tuple{kec, nothing{}};
         std::optional<std::string> fence;
         if (held.strict())
