@@ -167,6 +167,9 @@ inline std::vector<step> steps(const std::string& db) {
                  " WHERE state_id = {id:String}) + INTERVAL 1 MILLISECOND)",
          .expected = "", .parameters = {{"id", "String", "a"}, {"p", "Nullable(String)", "p"}}},
         {.text = "SELECT count() FROM " + s + " WHERE state_id = 'a'", .expected = "2\n"},
+        // get's read: PREWHERE on the sorting key before FINAL (statements.hpp, select_state)
+        {.text = "SELECT partial_state FROM " + s + " FINAL PREWHERE state_id = {id:String} LIMIT 1",
+         .expected = "p\n", .parameters = {{"id", "String", "a"}}},
         {.text = "SELECT toUInt64(toUnixTimestamp64Milli(updated_at)) > 1700000000123 FROM " + s +
                  " FINAL WHERE state_id = 'a'",
          .expected = "1\n"},

@@ -155,7 +155,7 @@ struct stored_row {
 /// The stored row of `id` (FINAL). Throws on error.
 template <class Transport>
 stored_row stored_parts(Transport& t, const std::string& table, const std::string& id) {
-    statement s{"SELECT partial_state, completed_state FROM " + table + " FINAL WHERE state_id = {id:String}",
+    statement s{"SELECT partial_state, completed_state FROM " + table + " FINAL PREWHERE state_id = {id:String}",
                 {{"id", "String", id}}, "RowBinary", {}, true};
     std::string reply;
     diagnostics diag;

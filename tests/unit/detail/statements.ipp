@@ -83,7 +83,7 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
     // update's read of the state carries the version in milliseconds.
     CHECK(mono.select_state("id", true).sql ==
           "SELECT partial_state, completed_state, toUInt64(toUnixTimestamp64Milli(updated_at)) FROM "
-          "`meltano`.`state` FINAL WHERE state_id = {state_id:String} LIMIT 1");
+          "`meltano`.`state` FINAL PREWHERE state_id = {state_id:String} LIMIT 1");
     CHECK(detail::statements(names, old).select_state("id", true).sql.find(", toUInt64(updated_at) FROM") !=
           std::string::npos);
     CHECK(oc.sql.find("VALUES") != std::string::npos);
@@ -112,7 +112,7 @@ TEST_CASE("statements: values are only ever bound parameters") {
     const std::string huge(1 << 20, 'x'); // a 1 MiB id: derived text stays small
     CHECK(st.delete_state(huge).sql.size() < 200);
     auto get = st.select_state("dev:job");
-    CHECK(get.sql == "SELECT partial_state, completed_state FROM `meltano`.`state` FINAL WHERE state_id = "
+    CHECK(get.sql == "SELECT partial_state, completed_state FROM `meltano`.`state` FINAL PREWHERE state_id = "
                      "{state_id:String} LIMIT 1");
     CHECK(get.parameters.at(0).value == "dev:job");
 }

@@ -72,12 +72,16 @@ struct order_term {
     bool descending = false;
 };
 
-/// SELECT [DISTINCT] items [FROM t [FINAL]] [WHERE] [ORDER BY] [LIMIT].
+/// SELECT [DISTINCT] items [FROM t [FINAL] [PREWHERE]] [WHERE] [ORDER BY] [LIMIT].
 struct select_query {
     bool distinct = false;
     std::vector<select_item> items;
     std::optional<std::string> from; ///< a table or system.<name>; none: one row of no columns
     bool final = false;
+    /// Filters the stored rows before FINAL collapses them (as ClickHouse
+    /// reads: a filter on the sorting key drops whole groups, so it gives
+    /// the same rows as WHERE; on any other column it may not).
+    std::optional<expr> prewhere;
     std::optional<expr> where;
     std::vector<order_term> order;
     std::optional<std::int64_t> limit;

@@ -2,7 +2,7 @@
 // description (ast.hpp). The statements, as the store sends them
 // (detail/statements.hpp) and tests inspect tables with them:
 //
-//   SELECT [DISTINCT] item [AS name], … [FROM t [FINAL]] [WHERE e]
+//   SELECT [DISTINCT] item [AS name], … [FROM t [FINAL]] [PREWHERE e] [WHERE e]
 //       [ORDER BY e [DESC], …] [LIMIT n]     item: e | count() | max(e) | min(e) | any(e)
 //   INSERT INTO t [(col, …)] [SETTINGS …] VALUES (e, …), … | SELECT e, … [WHERE e] | FORMAT TabSeparated
 //   CREATE DATABASE [IF NOT EXISTS] db [ON CLUSTER c]
@@ -107,6 +107,8 @@ private:
         if (accept_kw("FROM")) {
             q.from = table_name();
             q.final = accept_kw("FINAL");
+            if (accept_kw("PREWHERE"))
+                q.prewhere = parse_expr();
         }
         if (accept_kw("WHERE"))
             q.where = parse_expr();

@@ -52,6 +52,7 @@ public:
     selection run(select_query q) {
         for (auto& it : q.items)
             resolve(it.e);
+        resolve(q.prewhere);
         resolve(q.where);
         for (auto& o : q.order)
             resolve(o.e);
@@ -64,11 +65,18 @@ public:
         } else if (is_system_table(*q.from)) {
             if (q.final)
                 throw sim_error{181, "Storage " + *q.from + " doesn't support FINAL"};
+            if (q.prewhere)
+                throw sim_error{182, "Storage " + *q.from + " doesn't support PREWHERE"};
             read_system_table(s_, *q.from, scratch, rows);
         } else {
             const table& t = s_.lookup(*q.from);
             src = &t;
             std::vector<row> all = visible_rows(s_, t, q_.sequential);
+            if (q.prewhere) {
+                const evaluator eval = s_.eval();
+                eval(*q.prewhere, t, std::vector<value>(t.columns.size())); // fails even where no row reaches it
+                std::erase_if(all, [&](const row& r) { return !truthy(eval(*q.prewhere, t, r.cells)); });
+            }
             if (q.final)
                 all = collapse(t, std::move(all));
             for (auto& r : all)
