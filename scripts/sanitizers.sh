@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Sanitized test runs (README "Tests"), run by scripts/test.sh on full runs.
 #
-# Builds the test binary without the embedded engine (chstate_tests_no_chdb,
-# tests/CMakeLists.txt) twice with clang 14, -O1 -g:
-#   build-asan/  -fsanitize=address,undefined -fno-sanitize=function
-#                -fno-sanitize-recover=all
-#   build-tsan/  -fsanitize=thread
+# Builds the test binary without the embedded engine twice with clang 14,
+# -O1 -g (tests/CMakeLists.txt):
+#   build-asan/  chstate_tests_no_chdb, -fsanitize=address,undefined
+#                -fno-sanitize=function -fno-sanitize-recover=all
+#   build-tsan/  chstate_tests_tsan (the files that hold the TSan cases),
+#                -fsanitize=thread
 # then runs the suites that do not load chDB under ASan+UBSan (LeakSanitizer
 # included) and the concurrency-heavy cases under TSan. One line:
 #   sanitizers: asan_ubsan=passed|failed tsan=passed|failed
@@ -67,7 +68,9 @@ tsan_cases=(
 # thread deciding the order of every step, so TSan has nothing to find there.
 
 jobs=${CHSTATE_BUILD_JOBS:-2}
-target=chstate_tests_no_chdb
+# The binaries (tests/CMakeLists.txt): ASan+UBSan every translation unit but
+# chDB's; TSan only those that hold its cases.
+target_of() { if [[ $1 == tsan ]]; then echo chstate_tests_tsan; else echo chstate_tests_no_chdb; fi; }
 clang_c=clang-14
 clang_cxx=clang++-14
 work=$(mktemp -d /tmp/chstate-sanitizers.XXXXXX)
@@ -131,7 +134,7 @@ build() {
     -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
     -DCHSTATE_BUILD_TOOLS=OFF -DCHSTATE_CHDB_LIBRARY="$repo/$dir/chdb-guard/libchdb.so" \
     >"$work/$kind-configure.log" 2>&1 || { tail -n 30 "$work/$kind-configure.log" >&2; return 1; }
-  ninja -C "$dir" -j "$jobs" "$target" >"$work/$kind-build.log" 2>&1 \
+  ninja -C "$dir" -j "$jobs" "$(target_of "$kind")" >"$work/$kind-build.log" 2>&1 \
     || { grep -E -m 20 -A 5 'error|FAILED' "$work/$kind-build.log" >&2 || tail -n 30 "$work/$kind-build.log" >&2; return 1; }
 }
 
@@ -163,7 +166,7 @@ run() {
   local prefix=()
   while [[ $1 != -- ]]; do prefix+=("$1"); shift; done
   shift
-  local exe=build-$kind/tests/$target log=$work/$label.log
+  local exe=build-$kind/tests/$(target_of "$kind") log=$work/$label.log
   local exclude count c status=0
   exclude=$(join_by , "${chdb_cases[@]}")
   count=$("${prefix[@]}" "$exe" --list-test-cases --no-version "$@" -tce="$exclude" 2>&1 | listed_count)

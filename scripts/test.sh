@@ -34,15 +34,17 @@ status=0
 if [[ $# -gt 0 ]]; then
   ./build/tests/chstate_tests "$@" 2>&1 | tee "$log" || status=$?
 else
-  # Two processes at once (2 cores): the `server` suite, which mostly waits
-  # on the server's CPU, beside the rest (unit, simulated, json, embedded:
-  # chDB's and the test's own CPU). Their logs are kept apart and printed
-  # whole, the server's after; the tallies below add both up.
-  ./build/tests/chstate_tests -ts=server -tse=cluster >"$log.server" 2>&1 & server_suite=$!
+  # Two processes at once (2 cores): the `embedded` suite (chDB's and the
+  # test's own CPU, ~10 min) beside all the others (`server`, which mostly
+  # waits on the server — its mutations, restarts and timeouts — then the
+  # CPU-bound unit, simulated and json suites in that waiting room). Their
+  # logs are kept apart and printed whole, the second's after; the tallies
+  # below add both up.
+  ./build/tests/chstate_tests -tse=cluster,embedded >"$log.server" 2>&1 & server_suite=$!
   # (The lease torture stops at its 520 holders; sharing the cores it may
   # need longer than the 90 s it allows itself alone.)
   CHSTATE_TORTURE_SECONDS=${CHSTATE_TORTURE_SECONDS:-240} \
-    ./build/tests/chstate_tests -tse=cluster,server 2>&1 | tee "$log.local" || status=$?
+    ./build/tests/chstate_tests -ts=embedded -tse=cluster 2>&1 | tee "$log.local" || status=$?
   wait "$server_suite" || status=1
   cat "$log.server"
   cat "$log.local" "$log.server" >"$log"
@@ -168,10 +170,11 @@ else
   echo "cluster: not run (doctest options given; the full run starts the cluster rig and runs it)"
 fi
 # Fuzzing (fuzz/, scripts/fuzz.sh): every libFuzzer target for a bounded
-# time (CHSTATE_FUZZ_SECONDS each, default 60; two at once); one line,
+# time (CHSTATE_FUZZ_SECONDS each, default 30 here — the full run's budget;
+# fuzz.sh alone defaults to 60; two at once); one line,
 # `fuzz: targets=N runs=R crashes=0`. Full runs only.
 if [[ $# -eq 0 ]]; then
-  bash scripts/fuzz.sh "${CHSTATE_FUZZ_SECONDS:-60}" || status=1
+  bash scripts/fuzz.sh "${CHSTATE_FUZZ_SECONDS:-30}" || status=1
   stage_done fuzz
 else
   echo "fuzz: not run (doctest options given; the full run fuzzes)"
