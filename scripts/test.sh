@@ -40,14 +40,14 @@ else
   # CPU-bound unit, simulated and json suites in that waiting room). Their
   # logs are kept apart and printed whole, the second's after; the tallies
   # below add both up.
-  ./build/tests/chstate_tests -tse=cluster,embedded >"$log.server" 2>&1 & server_suite=$!
+  ./build/tests/chstate_tests -tse=cluster,embedded >"$log.others" 2>&1 & others=$!
   # (The lease torture stops at its 520 holders; sharing the cores it may
   # need longer than the 90 s it allows itself alone.)
   CHSTATE_TORTURE_SECONDS=${CHSTATE_TORTURE_SECONDS:-240} \
-    ./build/tests/chstate_tests -ts=embedded -tse=cluster 2>&1 | tee "$log.local" || status=$?
-  wait "$server_suite" || status=1
-  cat "$log.server"
-  cat "$log.local" "$log.server" >"$log"
+    ./build/tests/chstate_tests -ts=embedded -tse=cluster 2>&1 | tee "$log.embedded" || status=$?
+  wait "$others" || status=1
+  cat "$log.others"
+  cat "$log.embedded" "$log.others" >"$log"
 fi
 stage_done tests
 # doctest's count of each process, added up: "<passed> <failed>".
