@@ -57,6 +57,7 @@ public:
         for (auto& o : q.order)
             resolve(o.e);
 
+        const evaluator eval = s_.eval();
         table scratch; // a system table's columns, or none (SELECT without FROM)
         const table* src = &scratch;
         std::vector<std::vector<value>> rows;
@@ -73,7 +74,6 @@ public:
             src = &t;
             std::vector<row> all = visible_rows(s_, t, q_.sequential);
             if (q.prewhere) {
-                const evaluator eval = s_.eval();
                 eval(*q.prewhere, t, std::vector<value>(t.columns.size())); // fails even where no row reaches it
                 std::erase_if(all, [&](const row& r) { return !truthy(eval(*q.prewhere, t, r.cells)); });
             }
@@ -82,7 +82,6 @@ public:
             for (auto& r : all)
                 rows.push_back(std::move(r.cells));
         }
-        const evaluator eval = s_.eval();
         // Every expression once up front, so a missing column or function
         // fails even where no row reaches it.
         const std::vector<value> probe(src->columns.size());
