@@ -91,7 +91,12 @@ struct torture {
     std::string source_id = "torture-source"; ///< merge()'s source
     std::chrono::steady_clock::time_point deadline;
     int target_holders = 0;
-    std::atomic<bool> stopping{false};
+    std::atomic<bool> stopping{false}; ///< the holders finish what they are doing, then stop
+    /// Set once every holder thread has returned: only then has the grant
+    /// table seen its last event (a holder that saw `stopping` still ends
+    /// its acquire, update or hold, releases included), so the monitor's
+    /// final poll waits for it.
+    std::atomic<bool> holders_done{false};
     std::atomic<std::int64_t> next_write_id{1};
     tallies n;
 
@@ -382,7 +387,7 @@ inline void monitor(torture& t, const std::string& grant_table, std::uint64_t se
         const std::uint64_t to_next = detail::grant_prune_interval - newest % detail::grant_prune_interval;
         return to_next <= 3 || newest % detail::grant_prune_interval == 0;
     };
-    while (!t.stopping) {
+    while (!t.holders_done) {
         try {
             poll();
             if (std::chrono::steady_clock::now() >= next_optimize) {
@@ -481,6 +486,7 @@ TEST_CASE("embedded: the strict lease contract under a real-time torture (lease-
     for (auto& th : pool)
         th.join();
     t.stopping = true;
+    t.holders_done = true;
     mon.join();
     finished = true;
     watchdog.join();
