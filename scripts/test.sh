@@ -184,6 +184,14 @@ expected_summaries=1
 [[ $# -gt 0 ]] || expected_summaries=2
 if (($(grep -c -E '^\[doctest\] test cases:' "$log" || true) == expected_summaries)); then
   read -r passed failed < <(doctest_counts)
+  if ((failed > 0)); then
+    # Restated here, next to the closing lines, because the logs above are
+    # long and CI keeps only their tail: each failing case's doctest block.
+    echo "tests: the failing cases, as doctest reported them:"
+    awk '/^=+$/ && length($0) >= 40 { if (block ~ /(ERROR|FATAL): /) printf "%s", block; block = ""; next }
+         { block = block $0 "\n" }
+         END { if (block ~ /(ERROR|FATAL): /) printf "%s", block }' "$log" | head -n 80
+  fi
   echo "tests: $passed passed, $failed failed"
   ((failed == 0)) || status=1
 else
