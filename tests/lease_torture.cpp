@@ -484,8 +484,7 @@ TEST_CASE("embedded: the strict lease contract under a real-time torture (lease-
         });
     std::thread mon([&] { monitor(t, grant_table, seed, acts.back()); });
     for (auto& th : pool)
-        th.join();
-    t.stopping = true;
+        th.join(); // each returned after seeing t.stopping
     t.holders_done = true;
     mon.join();
     finished = true;
