@@ -417,7 +417,9 @@ TEST_CASE("http: cancellation through the handler's slot closes the request") {
     std::this_thread::sleep_for(200ms);
     cancel.emit(asio::cancellation_type::terminal);
     CHECK(p.get_future().get() == asio::error::operation_aborted);
-    CHECK(std::chrono::steady_clock::now() - start < 2s);
+    // Completed on the cancel, not when the statement ended (3 s after it
+    // started): no tighter bound, the machine may be busy.
+    CHECK(std::chrono::steady_clock::now() - start < 3s);
 }
 
 TEST_CASE("http: the request timeout is errc::timeout") {
@@ -427,9 +429,11 @@ TEST_CASE("http: the request timeout is errc::timeout") {
     http_transport t(threads().get_executor(), o);
     diagnostics diag;
     const auto start = std::chrono::steady_clock::now();
-    auto ec = try_sql(t, "SELECT sleep(2)", diag);
+    auto ec = try_sql(t, "SELECT sleep(3)", diag);
     CHECK(ec == errc::timeout);
-    CHECK(std::chrono::steady_clock::now() - start < 1500ms);
+    // Ended by the 300 ms timeout, not by the statement's own end at 3 s (no
+    // tighter bound: the machine may be busy).
+    CHECK(std::chrono::steady_clock::now() - start < 3s);
 }
 
 TEST_CASE("http: secure=true against a plain HTTP port fails the TLS handshake as a connection error") {
@@ -535,7 +539,7 @@ TEST_CASE("http: server stopped → connection_failed within the connect timeout
     auto took = std::chrono::steady_clock::now() - start;
     INFO(diag.message);
     CHECK(ec == errc::connection_failed);
-    CHECK(took <= o.connect_timeout + 500ms);
+    CHECK(took <= o.connect_timeout + 2s); // refused at once; the bound only says it never waits past the timeout
     server_script("start");
     store.set(state{"r", json::object{{"v", 2}}, {}});
     CHECK(store.get("r")->partial_state.at("v").as_int64() == 2);
