@@ -9,6 +9,7 @@
 # the reproducer's path and the start of the report on stderr.
 #
 # Usage: scripts/fuzz.sh [seconds-per-target]   (default 60; two run at once)
+#        scripts/fuzz.sh --build-only             (builds the targets, runs nothing)
 # Installs nothing: needs clang-14 and its fuzzer runtime (Debian:
 # clang-14 libclang-rt-14-dev libfuzzer-14-dev; scripts/install-deps.sh),
 # Boost ≥ 1.81 with Boost.JSON and Boost.URL, OpenSSL, and for chdb_quote
@@ -16,6 +17,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
+build_only=0
+if [[ ${1:-} == --build-only ]]; then build_only=1; shift; fi
 seconds=${1:-60}
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "fuzz: seconds must be a positive integer, not '$seconds'" >&2; exit 2; }
 
@@ -63,6 +66,7 @@ for t in "${all_targets[@]}"; do
 done
 for p in "${pids[@]}"; do wait "$p" || die "build failed"; done
 echo "fuzz: built ${#all_targets[@]} targets in $((SECONDS - build_start)) s (build-fuzz/)"
+((build_only == 0)) || exit 0
 
 scratch=$(mktemp -d /tmp/chstate-fuzz.XXXXXX)
 keep_scratch=0

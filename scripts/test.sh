@@ -66,12 +66,29 @@ stage_done build
 
 server_dir=$(mktemp -d /tmp/chstate-server.XXXXXX)
 stop_server() { bash scripts/clickhouse-server.sh stop "$server_dir" >/dev/null 2>&1 || true; rm -rf "$server_dir"; }
-trap stop_server EXIT
+at_exit() {
+  # A background build still running when the run ends early: stopped with it.
+  [[ -z ${prebuild:-} ]] || kill -TERM -- "-$prebuild" 2>/dev/null || true
+  stop_server
+}
+trap at_exit EXIT
 bash scripts/clickhouse-server.sh start "$server_dir"
 export CHSTATE_TEST_SERVER_DIR=$server_dir
 
 test_dir=$(mktemp -d /tmp/chstate-tests.XXXXXX)
 export CHSTATE_TEST_DIR=$test_dir
+prebuild=
+if [[ $mode == full ]]; then
+  # The sanitized test binaries and the fuzz targets build in the background
+  # from here at the lowest CPU priority (nice 19): they take the CPU the
+  # stages below leave idle (the server suite, the CLI's and the consumers'
+  # waits on servers and the linker) and hardly any it uses, so their own
+  # stages start from built binaries. A failure here is not the verdict:
+  # those stages build again and report it.
+  # (setsid: its own process group, stopped whole if the run ends first)
+  setsid nice -n 19 bash -c 'bash scripts/sanitizers.sh --build-only && bash scripts/fuzz.sh --build-only' \
+    >"$test_dir/prebuild.log" 2>&1 & prebuild=$!
+fi
 # Each engine's fidelity case leaves its results here; all are checked together below.
 export CHSTATE_FIDELITY_RESULTS=$test_dir/fidelity
 log=$test_dir/output.log
@@ -165,19 +182,28 @@ if [[ $mode == full ]]; then
   # building and running the main example; one line, `consumers: ...`.
   bash scripts/check-consumers.sh build || status=1
   stage_done consumers
-  # Sanitizers (scripts/sanitizers.sh): the suites that never load chDB
-  # under ASan+UBSan and the concurrency-heavy cases under TSan, against the
-  # server above; one line, `sanitizers: ...`.
-  bash scripts/sanitizers.sh || status=1
-  stage_done sanitizers
   # The cluster suite (tests/cluster_cases.ipp) on ZooKeeper and 3 replicas
   # of 18.16 on loopback, started and stopped by the script; the single
   # server above is stopped first (memory, CPU). Its stress case prints
   # `cluster: replicas=N processes=P acked=A acked_lost=0 overlaps=0
-  # failovers=F`, the script `cluster-tests: N passed, N failed`.
+  # failovers=F`, the script `cluster-tests: N passed, N failed`. It runs
+  # before the sanitizers and fuzzing: it mostly waits on the rig, and the
+  # background build uses that time.
   stop_server
+  unset CHSTATE_TEST_SERVER_DIR
   bash scripts/check-cluster-suite.sh || status=1
   stage_done cluster
+  # What is left of it is now the run's only work: back to normal priority
+  # where this user may raise it (root), so a busy machine does not starve it.
+  renice -n 0 -g "$prebuild" >/dev/null 2>&1 || true
+  wait "$prebuild" || echo "prebuild: the background build failed (the stages below build again): $(tail -n 3 "$test_dir/prebuild.log")" >&2
+  prebuild=
+  stage_done prebuild-wait
+  # Sanitizers (scripts/sanitizers.sh): the suites that never load chDB
+  # under ASan+UBSan and the concurrency-heavy cases under TSan, against a
+  # server of its own; one line, `sanitizers: ...`.
+  bash scripts/sanitizers.sh || status=1
+  stage_done sanitizers
   # Fuzzing (fuzz/, scripts/fuzz.sh): every libFuzzer target for a bounded
   # time (CHSTATE_FUZZ_SECONDS each, default 30 here — the full run's
   # budget; fuzz.sh alone defaults to 60; two at once); one line,
