@@ -8,13 +8,19 @@
 # and checks those counts itself (the verdicts are the test binary's: this
 # script goes by its exit code). Ends with
 #   cluster-tests: N passed, M failed
-# Usage: scripts/check-cluster-suite.sh [doctest options...]
-# scripts/test.sh runs it on full runs.
+# Usage: scripts/check-cluster-suite.sh [--no-build] [doctest options...]
+# (--no-build: the test binary is built already; scripts/test.sh, which runs
+# it on full runs, built it in its first stage.)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
-bash scripts/build.sh chstate_tests
+if [[ ${1:-} == --no-build ]]; then
+  shift
+  [[ -x build/tests/chstate_tests ]] || { echo "check-cluster-suite: --no-build, but build/tests/chstate_tests is not built" >&2; exit 1; }
+else
+  bash scripts/build.sh chstate_tests
+fi
 dir=$(mktemp -d /tmp/chstate-cluster.XXXXXX)
 cleanup() { bash scripts/clickhouse-cluster.sh stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"; }
 trap cleanup EXIT

@@ -60,7 +60,9 @@ if [[ $mode == quick ]]; then
   bash scripts/build.sh chstate_tests readme_quickstart readme_values readme_simulated_time \
     readme_simulated_job readme_http readme_separate
 else
-  bash scripts/build.sh
+  # Everything the stages below run; the benchmarks and examples (built to
+  # prove they compile, run by nobody here) build in the background below.
+  bash scripts/build.sh tests/all tools/all
 fi
 stage_done build
 
@@ -79,14 +81,15 @@ test_dir=$(mktemp -d /tmp/chstate-tests.XXXXXX)
 export CHSTATE_TEST_DIR=$test_dir
 prebuild=
 if [[ $mode == full ]]; then
-  # The sanitized test binaries and the fuzz targets build in the background
-  # from here at the lowest CPU priority (nice 19): they take the CPU the
-  # stages below leave idle (the server suite, the CLI's and the consumers'
-  # waits on servers and the linker) and hardly any it uses, so their own
-  # stages start from built binaries. A failure here is not the verdict:
-  # those stages build again and report it.
+  # The benchmarks, the examples, the sanitized test binaries and the fuzz
+  # targets build in the background from here at the lowest CPU priority
+  # (nice 19): they take the CPU the stages below leave idle (the CLI's, the
+  # consumers' and the cluster's waits on servers, single-threaded links) and
+  # hardly any they use, so the later stages start from built binaries. A
+  # failure here is not the verdict: those stages build again and report it.
   # (setsid: its own process group, stopped whole if the run ends first)
-  setsid nice -n 19 bash -c 'bash scripts/sanitizers.sh --build-only && bash scripts/fuzz.sh --build-only' \
+  setsid nice -n 19 bash -c 'bash scripts/build.sh benchmarks/all examples/all >/dev/null &&
+    bash scripts/sanitizers.sh --build-only && bash scripts/fuzz.sh --build-only' \
     >"$test_dir/prebuild.log" 2>&1 & prebuild=$!
 fi
 # Each engine's fidelity case leaves its results here; all are checked together below.
@@ -191,13 +194,17 @@ if [[ $mode == full ]]; then
   # background build uses that time.
   stop_server
   unset CHSTATE_TEST_SERVER_DIR
-  bash scripts/check-cluster-suite.sh || status=1
+  bash scripts/check-cluster-suite.sh --no-build || status=1
   stage_done cluster
   # What is left of it is now the run's only work: back to normal priority
   # where this user may raise it (root), so a busy machine does not starve it.
   renice -n 0 -g "$prebuild" >/dev/null 2>&1 || true
   wait "$prebuild" || echo "prebuild: the background build failed (the stages below build again): $(tail -n 3 "$test_dir/prebuild.log")" >&2
   prebuild=
+  # The benchmarks and examples are built by nothing else: their build is a
+  # verdict (a no-op when the background build made them; else it shows why).
+  bash scripts/build.sh benchmarks/all examples/all >"$test_dir/build-rest.log" 2>&1 \
+    || { status=1; echo "build: the benchmarks or examples do not build:" >&2; grep -E -m 20 -A 5 'error|FAILED' "$test_dir/build-rest.log" >&2 || tail -n 30 "$test_dir/build-rest.log" >&2; }
   stage_done prebuild-wait
   # Sanitizers (scripts/sanitizers.sh): the suites that never load chDB
   # under ASan+UBSan and the concurrency-heavy cases under TSan, against a
