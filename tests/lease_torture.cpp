@@ -434,7 +434,11 @@ TEST_CASE("embedded: the strict lease contract under a real-time torture (lease-
                                    ? static_cast<std::uint64_t>(env_or("CHSTATE_TORTURE_SEED", 0))
                                    : std::random_device{}() % 1000000000u + 1;
     const int threads = static_cast<int>(env_or("CHSTATE_TORTURE_THREADS", 8));
-    const auto budget = std::chrono::seconds(env_or("CHSTATE_TORTURE_SECONDS", 90));
+    // The run ends at its holder count. The budget only guards against a
+    // hang (a machine so busy that 520 holders take longer fails the count,
+    // and says so): a pass never depends on the machine's speed. About 50 s
+    // alone on 2 cores, 3-4x that beside the other suites or CPU burners.
+    const auto budget = std::chrono::seconds(env_or("CHSTATE_TORTURE_SECONDS", 900));
     std::printf("lease-torture: seed=%" PRIu64 " (CHSTATE_TORTURE_SEED replays the choices)\n", seed);
     std::fflush(stdout);
 
@@ -584,7 +588,8 @@ TEST_CASE("embedded: the strict lease contract under a real-time torture (lease-
     std::fflush(stdout);
     for (const auto& u : t.unexpected)
         MESSAGE("unexpected: " << u);
-    CHECK(n.holders >= 500);
+    CHECK_MESSAGE(n.holders >= 500, "the budget ran out before 500 holders (" << budget.count()
+                                                                             << " s, CHSTATE_TORTURE_SECONDS): a hang?");
     CHECK(overlaps == 0);
     CHECK(lost == 0);
     CHECK(left_behind == 0);

