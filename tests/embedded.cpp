@@ -72,6 +72,10 @@ TEST_CASE("embedded: strict lock torture, 8 threads on separate stores, real clo
     o.lock = test::fast_locks();
     o.lock.retry_interval = std::chrono::milliseconds(2);
     o.lock.mode = lock_mode::strict;
+    // Exclusion is under test, not how soon a waiter gets its turn: on a busy
+    // machine one of 8 contending threads waited past fast_locks()' 20 s
+    // (test-under-load.sh --quick). The timeout only guards against a hang.
+    o.lock.timeout = std::chrono::minutes(5);
     const int K = 8, M = 5;
     const auto t0 = std::chrono::steady_clock::now();
     auto r = test::lock_torture([] { return chdb_transport(embedded_tests::shared_engine()); }, o, K, M);

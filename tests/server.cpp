@@ -968,7 +968,9 @@ inline lock_options stress_locks() {
     lock_options lo;
     lo.settle = 200ms;
     lo.retry_interval = 50ms;
-    lo.timeout = 90s;
+    // A hang guard: exclusion is under test, not how long 8 processes queue
+    // for one lock (on a busy machine, or under TSan, much longer than alone).
+    lo.timeout = 600s;
     return lo;
 }
 

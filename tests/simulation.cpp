@@ -1440,6 +1440,7 @@ TEST_CASE("lock torture on the simulation: K writers x M read-modify-writes unde
     o.lock = test::fast_locks();
     o.lock.retry_interval = std::chrono::milliseconds(1);
     o.lock.mode = lock_mode::strict;
+    o.lock.timeout = std::chrono::minutes(5); // a hang guard: exclusion is under test, not waiting times (TSan, busy machines)
     auto r = test::lock_torture([&] { return simulated_transport(server, pool_executor()); }, o, 8, 5);
     std::printf("lock-torture[simulated, strict]: K=8 M=5 counter=%lld max_inside=%d merged_keys=%zu\n",
                 (long long)r.counter, r.max_inside, r.merged_keys);
