@@ -196,11 +196,12 @@ run() {
     (($("${prefix[@]}" "$exe" --list-test-cases --no-version -tc="$c" 2>&1 | listed_count) > 0)) \
       || { echo "sanitizers[$label]: chdb_cases entry '$c' matches no test case: update scripts/sanitizers.sh" >&2; return 1; }
   done
+  local start=$SECONDS
   CHSTATE_CHDB_LIBRARY=$repo/build-$kind/chdb-guard/libchdb.so \
     "${prefix[@]}" "$exe" --no-version "$@" -tce="$exclude" >"$log" 2>&1 || status=$?
   local summary
   summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1 | sed 's/^\[doctest\] test cases: *//; s/  */ /g')
-  echo "sanitizers[$label]: ${summary:-no doctest summary} (of $count selected)"
+  echo "sanitizers[$label]: ${summary:-no doctest summary} (of $count selected) in $((SECONDS - start)) s"
   if ((status != 0)) || grep -qE "$report_pattern" "$log"; then
     cp "$log" "$repo/build-$kind/sanitizers-$label.log"
     show_report "$log" "$label" "build-$kind/sanitizers-$label.log"

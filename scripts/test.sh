@@ -130,8 +130,15 @@ full | quick)
     others=(-tse=cluster,embedded)
     embedded=(-ts=embedded -tse=cluster)
   fi
-  ./build/tests/chstate_tests "${others[@]}" >"$log.others" 2>&1 & others_pid=$!
+  # Each process's wall time is printed after its log: which one the stage waits for.
+  (
+    start=$SECONDS
+    ./build/tests/chstate_tests "${others[@]}" >"$log.others" 2>&1 || exit
+    echo "tests[others]: wall=$((SECONDS - start))s" >>"$log.others"
+  ) & others_pid=$!
+  embedded_start=$SECONDS
   ./build/tests/chstate_tests "${embedded[@]}" 2>&1 | tee "$log.embedded" || status=$?
+  echo "tests[embedded]: wall=$((SECONDS - embedded_start))s" | tee -a "$log.embedded"
   wait "$others_pid" || status=1
   cat "$log.others"
   cat "$log.embedded" "$log.others" >"$log"
@@ -215,10 +222,10 @@ if [[ $mode == full ]]; then
   bash scripts/sanitizers.sh || status=1
   stage_done sanitizers
   # Fuzzing (fuzz/, scripts/fuzz.sh): every libFuzzer target for a bounded
-  # time (CHSTATE_FUZZ_SECONDS each, default 30 here — the full run's
+  # time (CHSTATE_FUZZ_SECONDS each, default 20 here — the full run's
   # budget; fuzz.sh alone defaults to 60; two at once); one line,
   # `fuzz: targets=N runs=R crashes=0`.
-  bash scripts/fuzz.sh "${CHSTATE_FUZZ_SECONDS:-30}" || status=1
+  bash scripts/fuzz.sh "${CHSTATE_FUZZ_SECONDS:-20}" || status=1
   stage_done fuzz
 elif [[ $mode == custom ]]; then
   echo "cli, consumers, sanitizers, cluster, fuzz: not run (doctest options given; the full run runs them)"
