@@ -17,10 +17,11 @@
 //     as the values, and its SQL holds none of the values' bytes beyond
 //     what the statement text itself had;
 //   * glob_match(g, id) (detail/glob.hpp) agrees with a memoised recursive
-//     matcher written here: `*` any run of characters, `?` one character —
-//     a well-formed UTF-8 sequence (RFC 3629: no overlong form, no
-//     surrogate, at most U+10FFFF) or else one byte — every other byte
-//     literal; and a match always starts with glob_literal_prefix(g).
+//     matcher written here over both strings read as characters — a
+//     well-formed UTF-8 sequence (RFC 3629: no overlong form, no surrogate,
+//     at most U+10FFFF) or else one byte: `*` any run of characters, `?`
+//     one character, every other character only itself; and a match always
+//     starts with glob_literal_prefix(g).
 #include "fuzz_common.hpp"
 
 #include <chstate/detail/glob.hpp>
@@ -165,10 +166,22 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
     return 1;
 }
 
-/// Glob matching by the definition, memoised over (glob position, id position).
-bool glob_reference(std::string_view g, std::string_view s) {
-    if (g.empty() || g == "*")
+/// A string's characters, each a well-formed sequence or one byte.
+std::vector<std::string_view> characters(std::string_view s) {
+    std::vector<std::string_view> out;
+    for (std::size_t i = 0; i < s.size();) {
+        const std::size_t n = utf8_length(s, i);
+        out.push_back(s.substr(i, n));
+        i += n;
+    }
+    return out;
+}
+
+/// Glob matching by the definition, memoised over (glob character, id character).
+bool glob_reference(std::string_view glob, std::string_view id) {
+    if (glob.empty() || glob == "*")
         return true;
+    const auto g = characters(glob), s = characters(id);
     std::vector<signed char> memo((g.size() + 1) * (s.size() + 1), -1);
     std::function<bool(std::size_t, std::size_t)> m = [&](std::size_t gi, std::size_t si) -> bool {
         signed char& slot = memo[gi * (s.size() + 1) + si];
@@ -177,16 +190,12 @@ bool glob_reference(std::string_view g, std::string_view s) {
         bool r;
         if (gi == g.size())
             r = si == s.size();
-        else if (g[gi] == '*') {
-            r = m(gi + 1, si); // the empty run, or one more character
-            for (std::size_t k = si; !r && k < s.size();) {
-                k += utf8_length(s, k);
-                r = m(gi + 1, k);
-            }
-        } else if (si == s.size())
+        else if (g[gi] == "*")
+            r = m(gi + 1, si) || (si < s.size() && m(gi, si + 1)); // the empty run, or one more character
+        else if (si == s.size())
             r = false;
-        else if (g[gi] == '?')
-            r = m(gi + 1, si + utf8_length(s, si));
+        else if (g[gi] == "?")
+            r = m(gi + 1, si + 1);
         else
             r = g[gi] == s[si] && m(gi + 1, si + 1);
         slot = r;

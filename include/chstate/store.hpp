@@ -26,7 +26,7 @@
 //   delete_state(id)                               remove a state
 //   clear(id)                                      delete under the lock
 //   clear_all()        -> std::uint64_t            states removed
-//   state_ids(glob)    -> std::vector<std::string> `*`, `?` wildcards; all else literal
+//   state_ids(glob)    -> std::vector<std::string> `*`, `?` (at most 64) wildcards; all else literal
 //   get_all(visitor)   -> std::uint64_t            visitor(state&&) per state, streamed
 //   set_all(states)                                one bulk INSERT
 //   copy(src, dst), move(src, dst), merge(src, dst)  as Meltano's state service

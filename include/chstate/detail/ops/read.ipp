@@ -41,6 +41,14 @@ CHSTATE_DECL op<std::optional<state>> read_state(session& s, std::string id, dia
 
 CHSTATE_DECL op<std::vector<std::string>> state_ids(session& s, std::string glob, diagnostics& diag) {
     std::vector<std::string> ids;
+    // Each `?` costs a pass over every id the server returns (glob.hpp): a
+    // bound, so that whoever writes a glob cannot choose a listing's cost.
+    if (const std::size_t singles = glob_single_wildcards(glob); singles > glob_max_single_wildcards)
+        co_return std::tuple{fail(diag, errc::invalid_argument,
+                                  "state_ids: the glob holds " + std::to_string(singles) + " `?`; at most " +
+                                      std::to_string(glob_max_single_wildcards) +
+                                      " are allowed (each costs one pass over every id)"),
+                             std::move(ids)};
     if (auto [ec] = co_await prepare(s, diag); ec)
         co_return std::tuple{ec, std::move(ids)};
     std::size_t kept = 0;
