@@ -37,6 +37,7 @@ cd "$repo"
 #     saying why: any path to chDB a new test takes stops loudly.
 chdb_cases=(
   "open: a clickhouse:// URI and a chdb: URI*" # server.cpp: opens this process's chDB folder beside the server
+  "destroy-inflight: open(chdb:)*"             # server.cpp: the same, and a child process on a folder of its own
 )
 # ASan+UBSan: every suite that does not need chDB (server in a process of
 # its own, beside the others).

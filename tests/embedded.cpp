@@ -3,6 +3,7 @@
 // A missing libchdb.so fails every case here with the loader's message
 // (run scripts/fetch-chdb.sh, or the README's test command, which does).
 #include "contract.hpp"
+#include "destroy_inflight.hpp"
 #include "simulator_self_check.hpp"
 #include "support.hpp"
 
@@ -65,6 +66,22 @@ TEST_SUITE("embedded") {
 namespace embedded_strict {
 using namespace chstate;
 TEST_SUITE("embedded") {
+
+TEST_CASE("destroy-inflight: a store destroyed with operations in flight calls every handler (chDB)") {
+    const std::string schema = test::unique_schema("destroy_chdb");
+    const auto typed = test::destroy_inflight("embedded", [&] {
+        store_options o;
+        o.schema = schema;
+        o.lock = test::fast_locks();
+        auto store = std::make_unique<basic_state_store<chdb_transport>>(
+            chdb_transport(embedded_tests::shared_engine()), o);
+        store->ensure_schema();
+        return store;
+    });
+    CHECK(typed.lost_handlers == 0);
+    CHECK(typed.called_twice == 0);
+    CHECK(typed.operations >= 300);
+}
 
 TEST_CASE("embedded: strict lock torture, 8 threads on separate stores, real clock") {
     store_options o;

@@ -54,11 +54,13 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace chstate {
@@ -151,14 +153,29 @@ public:
     chdb_engine(const chdb_engine&) = delete;
     chdb_engine& operator=(const chdb_engine&) = delete;
 
+    /// Waits for the engine's queued work (completion handlers included),
+    /// then closes its connections. The last reference may go on one of the
+    /// engine's own threads — a store destroyed with operations in flight
+    /// lets go when its last operation completes, there — and a thread
+    /// cannot join its own pool (joining there returned at once, and the
+    /// pool's destruction then dropped the handlers still queued). Then no
+    /// statement is running (each holds a reference): the connections are
+    /// closed here, at once, before the operation's handler is called — a
+    /// program that exits after its last handler does not race chDB's
+    /// teardown — and the pool, with the handlers still queued on it, is
+    /// joined by a thread of its own (reaper).
     ~chdb_engine() {
-        pool_.join();
+        const bool on_own_thread = pool_->get_executor().running_in_this_thread();
+        if (!on_own_thread)
+            pool_->join();
         for (api::connection* c : free_)
             api_.close_conn(c);
+        if (on_own_thread)
+            reaper::instance().run([pool = std::move(pool_)] { pool->join(); });
     }
 
     const std::string& path() const noexcept { return path_; }
-    asio::thread_pool::executor_type get_executor() noexcept { return pool_.get_executor(); }
+    asio::thread_pool::executor_type get_executor() noexcept { return pool_->get_executor(); }
 
     /// Runs `stmt` on the calling thread (an engine thread), the reply into
     /// `sink`: in pieces as the engine streams it for a statement with
@@ -201,7 +218,47 @@ public:
 
 private:
     chdb_engine(const api& functions, std::string path, std::size_t threads)
-        : api_(functions), path_(std::move(path)), pool_(threads == 0 ? 1 : threads) {}
+        : api_(functions), path_(std::move(path)),
+          pool_(std::make_unique<asio::thread_pool>(threads == 0 ? 1 : threads)) {}
+
+    /// The threads that join the pools of engines let go on their own
+    /// threads (see ~chdb_engine); joined, in turn, at exit.
+    class reaper {
+    public:
+        static reaper& instance() {
+            static reaper r;
+            return r;
+        }
+        template <class F>
+        void run(F f) {
+            std::lock_guard lk(mutex_);
+            std::erase_if(threads_, [](job& j) {
+                if (!j.done->load())
+                    return false;
+                j.thread.join();
+                return true;
+            });
+            auto done = std::make_shared<std::atomic<bool>>(false);
+            threads_.push_back({std::thread([f = std::move(f), done]() mutable {
+                                    f();
+                                    done->store(true);
+                                }),
+                                done});
+        }
+        ~reaper() {
+            std::lock_guard lk(mutex_);
+            for (job& j : threads_)
+                j.thread.join();
+        }
+
+    private:
+        struct job {
+            std::thread thread;
+            std::shared_ptr<std::atomic<bool>> done;
+        };
+        std::mutex mutex_;
+        std::vector<job> threads_;
+    };
 
     static std::mutex& registry_mutex() {
         static std::mutex m;
@@ -385,7 +442,7 @@ private:
 
     api api_;
     std::string path_;
-    asio::thread_pool pool_;
+    std::unique_ptr<asio::thread_pool> pool_; // (moved out by the destructor: see there)
     std::mutex mutex_;
     std::vector<api::connection*> free_;
 };
