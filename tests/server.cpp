@@ -9,6 +9,7 @@
 // the server does not answer, every case here FAILS with a message saying
 // so (never skips).
 #include "contract.hpp"
+#include "destroy_inflight.hpp"
 #include "refusals_18_16.hpp"
 #include "support.hpp"
 
@@ -274,6 +275,42 @@ TEST_CASE("http: a wrong password is a typed authentication error without the pa
     CHECK(ec.category() == clickhouse_category());
     CHECK(diag.message.find(o.password) == std::string::npos);
     CHECK(diag.message.find(server_options().password) == std::string::npos);
+}
+
+TEST_CASE("http: a user, password or host longer than an HTTP header can carry is refused, never thrown") {
+    require_server();
+    // Boost.Beast throws std::length_error past 65,533 bytes a header value;
+    // thrown on a pool thread, that ended the process.
+    const std::size_t most = detail::max_http_header_value;
+    for (const std::size_t size : {most + 1, std::size_t(100'000)}) {
+        for (const char* field : {"user", "password", "host"}) {
+            CAPTURE(size);
+            CAPTURE(field);
+            auto o = server_options();
+            const std::string big(size, 'q');
+            (std::string_view(field) == "user" ? o.user : std::string_view(field) == "password" ? o.password : o.host) =
+                big;
+            http_transport t(threads().get_executor(), o);
+            diagnostics diag;
+            const auto ec = try_sql(t, "SELECT 1", diag);
+            INFO(diag.message.substr(0, 300));
+            CHECK(ec == errc::invalid_configuration);
+            CHECK(diag.message.find("too long") != std::string::npos);
+            CHECK(diag.message.size() < 300);
+        }
+    }
+    // The longest value a header carries is sent: the server answers for
+    // itself, with an error of its own (a wrong password, or a header it
+    // will not read), typed and without the password.
+    auto o = server_options();
+    o.password = std::string(most, 'q');
+    http_transport t(threads().get_executor(), o);
+    diagnostics diag;
+    const auto ec = try_sql(t, "SELECT 1", diag);
+    INFO(ec.message() << ": " << diag.message.substr(0, 300));
+    CHECK(ec);
+    CHECK(ec != errc::invalid_configuration);
+    CHECK(diag.message.find(std::string(64, 'q')) == std::string::npos);
 }
 
 TEST_CASE("http: an unknown user is a typed authentication error") {
@@ -679,6 +716,84 @@ TEST_CASE("open: a clickhouse:// URI and a chdb: URI give one store type with th
     CHECK(a[12] == "2");
 }
 
+TEST_CASE("destroy-inflight: a store destroyed with operations in flight calls every handler (server, typed and open())") {
+    const std::string schema = test::unique_schema("destroy_http");
+    const auto typed = test::destroy_inflight("server", [&] {
+        store_options o;
+        o.schema = schema;
+        o.lock = test::fast_locks();
+        auto store = std::make_unique<basic_state_store<http_transport>>(
+            http_transport(threads().get_executor(), server_options()), o);
+        store->ensure_schema();
+        return store;
+    });
+    const auto opened = test::destroy_inflight("open(clickhouse://)", [&] {
+        config c = config::from_uri(server_uri(env().password, schema));
+        c.store.lock = test::fast_locks();
+        auto store = chstate::open_unique(c, {.http_threads = 2});
+        store->ensure_schema();
+        return store;
+    });
+    for (const auto& t : {typed, opened}) {
+        CHECK(t.lost_handlers == 0);
+        CHECK(t.called_twice == 0);
+        CHECK(t.operations >= 300);
+    }
+}
+
+TEST_CASE("destroy-inflight: open(chdb:) owning its engine, destroyed with operations in flight, calls every handler") {
+    const char* base = std::getenv("CHSTATE_TEST_DIR");
+    const auto dir = std::filesystem::path(base ? base : std::filesystem::temp_directory_path().string()) /
+                     ("chstate-destroy-child-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string folder = (dir / "chdb").string(), out = (dir / "tally").string();
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const char* args[] = {"/proc/self/exe", "--chstate-destroy-child", folder.c_str(), out.c_str(), nullptr};
+        ::execv("/proc/self/exe", const_cast<char* const*>(args));
+        ::_exit(127);
+    }
+    // A hang guard only: a child that never ends is killed, and fails here.
+    int status = 0;
+    bool ended = false;
+    for (int waited_ms = 0; waited_ms < 900'000 && !ended; waited_ms += 50) {
+        ended = ::waitpid(pid, &status, WNOHANG) == pid;
+        if (!ended)
+            std::this_thread::sleep_for(50ms);
+    }
+    if (!ended) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+    }
+    CHECK_MESSAGE(ended, "the child hung (killed after 900 s)");
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    std::size_t operations = 0, lost = 1, twice = 1;
+    std::ifstream(out) >> operations >> lost >> twice;
+    std::printf("destroy-inflight[open(chdb:) owning its engine]: operations=%zu lost_handlers=%zu called_twice=%zu\n",
+                operations, lost, twice);
+    std::fflush(stdout);
+    CHECK(lost == 0);
+    CHECK(twice == 0);
+    CHECK(operations >= 300);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("destroy-inflight: open(chdb:) destroyed with operations in flight calls every handler") {
+    const std::string schema = test::unique_schema("destroy_open_chdb");
+    const auto opened = test::destroy_inflight("open(chdb:)", [&] {
+        config c = config::from_uri("chdb://" + embedded_tests::shared_engine()->path() + "?schema=" + schema);
+        c.store.lock = test::fast_locks();
+        auto store = chstate::open_unique(c);
+        store->ensure_schema();
+        return store;
+    });
+    CHECK(opened.lost_handlers == 0);
+    CHECK(opened.called_twice == 0);
+    CHECK(opened.operations >= 300);
+}
+
 TEST_CASE("open: async forms from a coroutine on the caller's own io_context") {
     const std::string schema = test::unique_schema("open_async");
     auto store = chstate::open(server_uri(env().password, schema));
@@ -975,6 +1090,26 @@ inline lock_options stress_locks() {
 }
 
 } // namespace server_tests
+
+/// `chstate_tests --chstate-destroy-child FOLDER OUTFILE`: destroy_inflight
+/// on open("chdb://FOLDER") — in a process of its own, because chDB takes
+/// one folder per process and this store must own its engine, as a job's
+/// store does (the engine then goes with the store's last operation).
+/// Writes "operations lost_handlers called_twice" to OUTFILE.
+int chstate_destroy_child(int argc, char** argv) {
+    if (argc < 4)
+        return 2;
+    const std::string folder = argv[2], out = argv[3];
+    const auto tally = chstate::test::destroy_inflight("open(chdb:) owning its engine", [&] {
+        chstate::config c = chstate::config::from_uri("chdb://" + folder);
+        c.store.lock = chstate::test::fast_locks();
+        auto store = chstate::open_unique(c);
+        store->ensure_schema();
+        return store;
+    });
+    std::ofstream(out) << tally.operations << ' ' << tally.lost_handlers << ' ' << tally.called_twice << '\n';
+    return 0;
+}
 
 /// The child: argv = exe flag schema rounds outfile. Returns the exit status.
 int chstate_lock_stress_child(int argc, char** argv) {

@@ -55,6 +55,49 @@ TEST_CASE("config: errors and redacted URIs never show the password") {
     CHECK(c.redacted_uri() == "clickhouse://u:***@host:8123/db");
 }
 
+TEST_CASE("config: a user, password or host longer than an HTTP header value is refused when read") {
+    const std::size_t most = detail::max_http_header_value;
+    const auto uri_with = [](const std::string& user, const std::string& password, const std::string& host) {
+        return "clickhouse://" + user + ":" + password + "@" + host + ":8123/db";
+    };
+    // The most a header carries (the Host header is host:port).
+    {
+        error_code ec;
+        diagnostics d;
+        const auto c = config::from_uri(uri_with(std::string(most, 'u'), std::string(most, 'p'), "h"), ec, d);
+        CHECK_FALSE(ec);
+        CHECK(c.password.size() == most);
+        config::from_uri(uri_with("u", "p", std::string(most - 5, 'h')), ec, d); // "h…h:8123"
+        CHECK_FALSE(ec);
+    }
+    for (const std::size_t over : {std::size_t(1), std::size_t(40'000)}) {
+        const std::string user(most + over, 'u'), password(most + over, 'p');
+        for (const auto& uri : {uri_with(user, "p", "h"), uri_with("u", password, "h"),
+                                uri_with("u", "p", std::string(most - 4, 'h'))}) {
+            error_code ec;
+            diagnostics d;
+            config::from_uri(uri, ec, d);
+            CHECK(ec == errc::invalid_configuration);
+            CHECK(d.message.find("too long") != std::string::npos);
+            CHECK(d.message.find("pppppppp") == std::string::npos);
+            CHECK(d.message.size() < 300);
+        }
+    }
+    // The environment, as the CLI and Meltano set it.
+    std::map<std::string, std::string> env = {{"MELTANO_STATE_BACKEND_URI", "clickhouse://u@h/db"},
+                                              {"MELTANO_STATE_BACKEND_CLICKHOUSE_PASSWORD", std::string(100'000, 'p')}};
+    error_code ec;
+    diagnostics d;
+    config::from_environment(
+        [&](const char* k) -> std::optional<std::string> {
+            auto it = env.find(k);
+            return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+        },
+        ec, d);
+    CHECK(ec == errc::invalid_configuration);
+    CHECK(d.message.find("pppppppp") == std::string::npos);
+}
+
 TEST_CASE("config: chdb URIs select the embedded engine") {
     auto abs = config::from_uri("chdb:///var/lib/state?schema=pipes&table=bookmarks");
     CHECK(abs.engine == config::engine_kind::embedded);

@@ -47,6 +47,24 @@ inline error_code check_no_control_characters(std::string_view what, std::string
     return make_error_code(errc::invalid_configuration);
 }
 
+/// The longest value an HTTP header can carry here: Boost.Beast keeps each
+/// field's offsets in 16 bits (name or value + 2 <= 65535) and throws
+/// std::length_error past that, so a longer user, password or host must be
+/// refused when the settings are made, not found out on the first request.
+/// (A server may accept much less: ClickHouse answers for itself.)
+inline constexpr std::size_t max_http_header_value = 65533;
+
+/// Refuses a setting that becomes an HTTP header value of `header_size`
+/// bytes when that is more than max_http_header_value:
+/// errc::invalid_configuration naming `what` and the sizes, never the value.
+inline error_code check_header_value_length(std::string_view what, std::size_t header_size, diagnostics& diag) {
+    if (header_size <= max_http_header_value)
+        return {};
+    diag.message = std::string(what) + " is too long to send: " + std::to_string(header_size) +
+                   " bytes as an HTTP header value, at most " + std::to_string(max_http_header_value);
+    return make_error_code(errc::invalid_configuration);
+}
+
 /// A host is an IPv6 literal when it holds a ':' (a name or IPv4 address never does).
 inline bool is_ipv6_literal(std::string_view host) noexcept {
     return host.find(':') != std::string_view::npos;

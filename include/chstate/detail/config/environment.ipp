@@ -145,6 +145,13 @@ CHSTATE_DECL config config::from_environment(const environment_lookup& env, erro
     if (!c.ca_file.empty() && (!c.secure || c.engine != engine_kind::http))
         return fail("a CA file (" + prefix + "CA_FILE or the URI's ca_file) applies to secure clickhouse:// "
                     "connections only: set " + prefix + "SECURE=true or secure=true in the URI");
+    if (c.engine == engine_kind::http) {
+        // Lengths too, now that every value is in: each must fit an HTTP header.
+        const std::string host = prefix + "HOST (or the URI's host)", user = prefix + "USER (or the URI's user)",
+                          password = prefix + "PASSWORD (or the URI's password)",
+                          database = prefix + "DATABASE (or the URI's database)";
+        ec = config::check_http_settings(c, {host, user, password, database}, diag);
+    }
     return c;
 }
 

@@ -249,14 +249,23 @@ CHSTATE_DECL error_code config::check_http_settings(const config& c, const setti
                                                     diagnostics& diag) {
     if (auto ec = detail::check_no_control_characters(names.host, c.host, false, diag))
         return ec;
-    for (std::size_t i = 1; i < c.endpoints.size(); ++i)
-        if (auto ec = detail::check_no_control_characters(
-                std::string(names.host) + " (endpoint " + std::to_string(i + 1) + ")", c.endpoints[i].host, false,
-                diag))
+    if (auto ec = detail::check_header_value_length(names.host, detail::host_port(c.host, c.port).size(), diag))
+        return ec;
+    for (std::size_t i = 1; i < c.endpoints.size(); ++i) {
+        const std::string name = std::string(names.host) + " (endpoint " + std::to_string(i + 1) + ")";
+        if (auto ec = detail::check_no_control_characters(name, c.endpoints[i].host, false, diag))
             return ec;
+        if (auto ec = detail::check_header_value_length(
+                name, detail::host_port(c.endpoints[i].host, c.endpoints[i].port).size(), diag))
+            return ec;
+    }
     if (auto ec = detail::check_no_control_characters(names.user, c.user, false, diag))
         return ec;
+    if (auto ec = detail::check_header_value_length(names.user, c.user.size(), diag))
+        return ec;
     if (auto ec = detail::check_no_control_characters(names.password, c.password, true, diag))
+        return ec;
+    if (auto ec = detail::check_header_value_length(names.password, c.password.size(), diag))
         return ec;
     return detail::check_no_control_characters(names.database, c.database, false, diag);
 }

@@ -135,16 +135,23 @@ inline error_code build_request(const http_options& o, const statement& stmt, re
 
 /// Refuses options whose values cannot travel: the host, user and password
 /// become header values (Host, X-ClickHouse-User, X-ClickHouse-Key), where a
-/// CR or LF would inject headers, and no database name has a use for a
+/// CR or LF would inject headers and more than max_http_header_value bytes
+/// cannot be carried, and no database name has a use for a
 /// control character (it travels percent-encoded in any case).
 /// errc::invalid_configuration naming the option, never showing the user's or
 /// password's value.
 inline error_code validate_http_options(const http_options& o, diagnostics& diag) {
     if (auto ec = check_no_control_characters("http_options.host", o.host, false, diag))
         return ec;
+    if (auto ec = check_header_value_length("http_options.host", host_port(o.host, o.port).size(), diag))
+        return ec;
     if (auto ec = check_no_control_characters("http_options.user", o.user, false, diag))
         return ec;
+    if (auto ec = check_header_value_length("http_options.user", o.user.size(), diag))
+        return ec;
     if (auto ec = check_no_control_characters("http_options.password", o.password, true, diag))
+        return ec;
+    if (auto ec = check_header_value_length("http_options.password", o.password.size(), diag))
         return ec;
     if (auto ec = check_no_control_characters("http_options.database", o.database, false, diag))
         return ec;
@@ -157,6 +164,9 @@ inline error_code validate_http_options(const http_options& o, diagnostics& diag
     for (std::size_t i = 1; i < o.endpoints.size(); ++i) {
         const std::string name = "http_options.endpoints[" + std::to_string(i) + "]";
         if (auto ec = check_no_control_characters(name + ".host", o.endpoints[i].host, false, diag))
+            return ec;
+        if (auto ec = check_header_value_length(name + ".host",
+                                                host_port(o.endpoints[i].host, o.endpoints[i].port).size(), diag))
             return ec;
         if (o.endpoints[i].host.empty() || o.endpoints[i].port == 0) {
             diag.message = o.endpoints[i].host.empty() ? name + ".host is empty"

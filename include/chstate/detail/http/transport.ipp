@@ -209,6 +209,23 @@ private:
     bool all_timeouts_ = true;
 };
 
+/// An exception out of a statement's coroutine, as its error: out of memory
+/// as not_enough_memory, anything else (a length Boost.Beast refuses, say)
+/// as invalid_argument, its what() in diag.
+CHSTATE_DECL error_code error_from_exception(std::exception_ptr e, diagnostics& diag) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::bad_alloc&) {
+        diag.message = "out of memory while sending the statement or reading its reply";
+        return make_error_code(boost::system::errc::not_enough_memory);
+    } catch (const std::exception& x) {
+        diag.message = std::string("the statement could not be sent: ") + x.what();
+    } catch (...) {
+        diag.message = "the statement could not be sent: an unknown exception";
+    }
+    return make_error_code(errc::invalid_argument);
+}
+
 /// One statement, start to end.
 CHSTATE_DECL asio::awaitable<error_code> run_statement(std::shared_ptr<http_pool> pool,
                                                        std::shared_ptr<http_op_state> st, const statement* stmt,
@@ -354,9 +371,14 @@ CHSTATE_DECL void http_transport::start(const std::shared_ptr<detail::http_pool>
     }
     auto work = asio::make_work_guard(asio::get_associated_executor(handler, pool->ex));
     asio::co_spawn(strand, detail::run_statement(pool, st, &stmt, std::move(sink), &diag),
-                   [h = std::move(handler), work = std::move(work), st](std::exception_ptr e, error_code ec) mutable {
+                   [h = std::move(handler), work = std::move(work), st, &diag](std::exception_ptr e,
+                                                                                error_code ec) mutable {
+                       // run_statement reports errors as values; an exception
+                       // that still gets out (memory, or a library's limit)
+                       // becomes one too: rethrown here, on a pool thread,
+                       // it would end the caller's process.
                        if (e)
-                           std::rethrow_exception(e);
+                           ec = detail::error_from_exception(e, diag);
                        auto slot = asio::get_associated_cancellation_slot(h);
                        if (slot.is_connected())
                            slot.clear();
