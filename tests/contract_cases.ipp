@@ -413,6 +413,27 @@ CONTRACT_CASE("lock: an uncontended acquire takes exactly the settle time") {
     CHECK_FALSE(lease.held());
 }
 
+CONTRACT_CASE("lock: lock.timeout 0 is a try-lock: a free id is taken, a held one refused at once, naming its holder") {
+    store_under_test<fixture> t;
+    store_options o = t.options;
+    o.lock.timeout = std::chrono::milliseconds(0);
+    contract_store<fixture> try_store{t.transport, o};
+    try_store.ensure_schema();
+    // However long the round's statements take, a free id is taken.
+    auto lease = try_store.acquire_lock("try");
+    CHECK(lease.held());
+    try {
+        (void)try_store.acquire_lock("try");
+        FAIL("a held lock was acquired");
+    } catch (const chstate::error& e) {
+        CHECK(e.code() == errc::state_id_locked);
+        CHECK(std::string(e.what()).find("Could not acquire lock for state_id: try (held by lock_id " +
+                                         lease.lock_id()) != std::string::npos);
+    }
+    lease.release();
+    CHECK(try_store.acquire_lock("try").held());
+}
+
 CONTRACT_CASE("lock: a second client gives up after the 30 s timeout with state_id_locked") {
     fixture fx;
     store_options o;
@@ -428,7 +449,10 @@ CONTRACT_CASE("lock: a second client gives up after the 30 s timeout with state_
     ts.store.async_acquire_lock("job", diag, [&](error_code ec, auto) { second_ec = ec; });
     auto elapsed = ts.clock.run(ts.ioc);
     CHECK(second_ec == errc::state_id_locked);
-    CHECK(diag.message == "Could not acquire lock for state_id: job");
+    // The seed's words, then who held it (the holder was seen).
+    CHECK(diag.message.starts_with("Could not acquire lock for state_id: job (held by lock_id " + lease.lock_id()));
+    CHECK(diag.message.ends_with("at the last check; lock.timeout of " + std::to_string(o.lock.timeout.count()) +
+                                 " ms passed)"));
     CHECK(elapsed >= o.lock.timeout);
     CHECK(elapsed <= o.lock.timeout + o.lock.settle + o.lock.retry_interval);
     // Simulated time: the 30 s were not slept out (each retry is a statement
@@ -619,7 +643,10 @@ CONTRACT_CASE("strict lock: a second client gives up after the timeout with stat
     ts.store.async_acquire_lock("job", diag, [&](error_code ec, auto) { second_ec = ec; });
     auto elapsed = ts.clock.run(ts.ioc);
     CHECK(second_ec == errc::state_id_locked);
-    CHECK(diag.message == "Could not acquire lock for state_id: job");
+    // The seed's words, then who held it (the holder was seen).
+    CHECK(diag.message.starts_with("Could not acquire lock for state_id: job (held by lock_id " + lease.lock_id()));
+    CHECK(diag.message.ends_with("at the last check; lock.timeout of " + std::to_string(o.lock.timeout.count()) +
+                                 " ms passed)"));
     CHECK(elapsed >= o.lock.timeout);
     CHECK(elapsed <= o.lock.timeout + o.lock.retry_interval);
 }

@@ -1,8 +1,10 @@
 // Engine-free tests, one file per header under tests/unit/ (the same path
 // as the header under include/chstate/), compiled as one translation unit.
+#include "complexity.hpp"
 #include "support.hpp"
 
 #include <chstate/detail/http/reply.hpp>
+#include <chstate/detail/lock/held.hpp>
 #include <chstate/detail/http/request.hpp>
 #include <chstate/detail/rows.hpp>
 #include <chstate/detail/server_error.hpp>
@@ -15,6 +17,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <iostream>
 #include <map>
 #include <mutex>
 
@@ -32,6 +35,7 @@ TEST_SUITE("unit") {
 #include "unit/state.ipp"
 #include "unit/detail/sql.ipp"
 #include "unit/detail/glob.ipp"
+#include "unit/detail/shown.ipp"
 #include "unit/detail/statements.ipp"
 #include "unit/detail/sha256.ipp"
 #include "unit/detail/dialect.ipp"

@@ -67,7 +67,7 @@ public:
         case errc::invalid_configuration: return "invalid configuration";
         case errc::corrupt_state: return "stored state cannot be read back";
         case errc::state_not_found: return "no state stored for this id";
-        case errc::state_id_locked: return "state id is locked by another client";
+        case errc::state_id_locked: return "the state id's lock was not acquired before the timeout";
         case errc::lock_lost: return "the lock is no longer held";
         case errc::engine_unavailable: return "the embedded ClickHouse engine is unavailable";
         case errc::server_error: return "ClickHouse reported an error";

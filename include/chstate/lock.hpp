@@ -175,14 +175,14 @@ private:
     auto on_state(Fn fn) const {
         return [fn, st = state_, id = state_id_](detail::session& s, diagnostics& d) -> detail::op<> {
             if (!st)
-                co_return std::tuple{detail::fail(d, errc::lock_lost, "the lock for \"" + id + "\" is not held")};
+                co_return std::tuple{detail::fail(d, errc::lock_lost, "the lock for \"" + detail::shown(id) + "\" is not held")};
             co_return co_await fn(s, *st, d);
         };
     }
     auto releasing(std::shared_ptr<detail::lease_state> st) const {
         return [st = std::move(st), id = state_id_](detail::session& s, diagnostics& d) -> detail::op<> {
             if (!st)
-                co_return std::tuple{detail::fail(d, errc::lock_lost, "lock for \"" + id + "\" was not held")};
+                co_return std::tuple{detail::fail(d, errc::lock_lost, "lock for \"" + detail::shown(id) + "\" was not held")};
             co_return co_await detail::release_lease(s, *st, d);
         };
     }

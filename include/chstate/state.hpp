@@ -14,6 +14,7 @@
 //     `meltano state get/set/export/import`.
 #pragma once
 
+#include <chstate/detail/shown.hpp>
 #include <chstate/error.hpp>
 #include <chstate/json_text.hpp>
 #include <chstate/value.hpp>
@@ -121,7 +122,7 @@ struct state {
             return std::nullopt;
         };
         if (!v.is_object())
-            return fail("state \"" + state_id + "\": the state JSON must be an object of the form "
+            return fail("state \"" + detail::shown(state_id) + "\": the state JSON must be an object of the form "
                         "{\"completed\": {...}, \"partial\": {...}}");
         state s;
         s.state_id = std::move(state_id);
@@ -132,12 +133,12 @@ struct state {
             else if (key == "partial")
                 target = &s.partial_state;
             else
-                return fail("state \"" + s.state_id + "\": unexpected key \"" + key +
+                return fail("state \"" + detail::shown(s.state_id) + "\": unexpected key \"" + detail::shown(key) +
                             "\" in the state JSON (expected only \"completed\" and \"partial\")");
             if (part.is_null())
                 continue;
             if (!part.is_object())
-                return fail("state \"" + s.state_id + "\": \"" + key + "\" must be a JSON object (it is " +
+                return fail("state \"" + detail::shown(s.state_id) + "\": \"" + detail::shown(key) + "\" must be a JSON object (it is " +
                             std::string(to_string(part.kind())) + ")");
             *target = part.get_object();
         }
@@ -162,7 +163,7 @@ struct state {
         value v = parse_json(text, ec, why, json_limits{json_limits{}.max_depth + 1});
         if (ec)
             throw error(make_error_code(errc::invalid_argument),
-                        "state \"" + state_id + "\": the state JSON does not parse: " + why);
+                        "state \"" + detail::shown(state_id) + "\": the state JSON does not parse: " + why);
         return from_json(std::move(state_id), v);
     }
 

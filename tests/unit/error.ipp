@@ -10,5 +10,5 @@ TEST_CASE("ClickHouse codes map onto chstate conditions") {
     CHECK(make_clickhouse_error(46) == errc::server_error);
     CHECK(make_error_code(errc::state_id_locked) == errc::state_id_locked);
     CHECK(make_error_code(errc::state_id_locked) != errc::timeout);
-    CHECK(make_error_code(errc::state_id_locked).message() == "state id is locked by another client");
+    CHECK(make_error_code(errc::state_id_locked).message() == "the state id's lock was not acquired before the timeout");
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chstate/detail/row_binary.hpp>
+#include <chstate/detail/shown.hpp>
 #include <chstate/error.hpp>
 #include <chstate/state.hpp>
 
@@ -130,7 +131,7 @@ inline error_code parse_part(std::string_view text, bool null, object& out, std:
     std::string why;
     value v = parse_json(text, ec, why);
     if (ec || !(v.is_object() || v.is_null())) {
-        diag.message = "state \"" + std::string(state_id) + "\": " + std::string(column) +
+        diag.message = "state \"" + shown(state_id) + "\": " + std::string(column) +
                        (ec ? " cannot be read: " + why
                            : " is not a JSON object (it is " + std::string(to_string(v.kind())) + ")");
         return make_error_code(errc::corrupt_state);
@@ -161,7 +162,7 @@ inline error_code serialize_part(const object& part, std::optional<std::string>&
     std::string text;
     serialize_json(part, text, ec, why);
     if (ec) {
-        diag.message = "state \"" + std::string(state_id) + "\": " + std::string(column) +
+        diag.message = "state \"" + shown(state_id) + "\": " + std::string(column) +
                        " cannot be stored: " + why;
         return make_error_code(errc::invalid_argument);
     }

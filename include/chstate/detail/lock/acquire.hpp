@@ -38,7 +38,7 @@ CHSTATE_DECL op<> prepare(session& s, diagnostics& diag);
 
 /// The protocol alone, as a child of acquire()'s race.
 CHSTATE_DECL op<held_lock> run_protocol(session& s, std::string id, time_point deadline, diagnostics& diag,
-                                        acquire_request how);
+                                        acquire_request how, acquire_notes& notes);
 
 CHSTATE_DECL op<> deadline_wait(session& s, duration d);
 

@@ -22,11 +22,11 @@ CHSTATE_DECL op<> prepare(session& s, diagnostics& diag) {
 }
 
 CHSTATE_DECL op<held_lock> run_protocol(session& s, std::string id, time_point deadline, diagnostics& diag,
-                                        acquire_request how) {
+                                        acquire_request how, acquire_notes& notes) {
     co_await asio::this_coro::throw_if_cancelled(false);
     if (s.known()->lock == lock_protocol::strict)
-        co_return co_await acquire_strict(s, id, deadline, diag, how);
-    co_return co_await acquire_seed(s, id, deadline, diag);
+        co_return co_await acquire_strict(s, id, deadline, diag, how, notes);
+    co_return co_await acquire_seed(s, id, deadline, diag, notes);
 }
 
 CHSTATE_DECL op<> deadline_wait(session& s, duration d) {
@@ -55,16 +55,24 @@ CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostic
     if (stop)
         co_return std::tuple{make_error_code(asio::error::operation_aborted), held_lock{}};
     const duration timeout = s.options().lock.timeout;
+    if (timeout <= duration::zero() && !how.deadline) {
+        // lock.timeout 0: one round, however long its statements take (a
+        // try-lock) — no deadline could let even one statement finish.
+        acquire_notes notes;
+        co_return co_await run_protocol(s, id, s.now(), diag, how, notes);
+    }
     const time_point deadline = how.deadline ? *how.deadline : s.now() + timeout;
     const duration left = std::max(duration::zero(), std::chrono::duration_cast<duration>(deadline - s.now()));
     // The protocol's own rounds end at the deadline (its message says so);
     // the race ends one that a statement or settle wait holds past it.
     // Both results are kept: a protocol that won just as the race ended (or
     // as the caller cancelled) hands its lease over — never drops it.
+    // (The group waits for both children: `notes` outlives the protocol.)
+    acquire_notes notes;
     auto ex = co_await asio::this_coro::executor;
     auto [order, protocol_failed, protocol, wait_failed, waited] =
         co_await asio::experimental::make_parallel_group(
-            asio::co_spawn(ex, run_protocol(s, id, deadline, diag, how), asio::deferred),
+            asio::co_spawn(ex, run_protocol(s, id, deadline, diag, how, notes), asio::deferred),
             asio::co_spawn(ex, deadline_wait(s, left + acquire_deadline_slack), asio::deferred))
             .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
     if (protocol_failed || wait_failed) // neither throws: a bug, or bad_alloc
@@ -75,9 +83,7 @@ CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostic
     // The wait ended first: the deadline passed, or the caller cancelled.
     if (auto [wec] = waited; wec)
         co_return std::tuple{wec, held_lock{}};
-    co_return std::tuple{could_not_acquire(diag, id, "lock.timeout of " + std::to_string(timeout.count()) +
-                                                         " ms passed"),
-                         held_lock{}};
+    co_return std::tuple{could_not_acquire(diag, id, deadline_detail(notes, timeout, true)), held_lock{}};
 }
 
 CHSTATE_DECL op<> release(session& s, const held_lock& h, diagnostics& diag, cancellation c) {

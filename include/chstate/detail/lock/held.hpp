@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chstate/detail/session.hpp>
+#include <chstate/detail/shown.hpp>
 
 #include <cstdint>
 #include <string>
@@ -64,15 +65,35 @@ inline std::string release_key(const std::string& id, std::uint64_t token) {
 
 /// "lock for state_id … is no longer held[: why]".
 inline std::string lock_lost_message(const held_lock& h, const std::string& why) {
-    return "lock for state_id " + h.state_id + " (fencing token " + std::to_string(h.token) + ") is no longer held" +
+    return "lock for state_id " + shown(h.state_id) + " (fencing token " + std::to_string(h.token) + ") is no longer held" +
            (why.empty() ? std::string() : ": " + why);
+}
+
+/// What an acquire saw of rivals, for its message when it gives up.
+struct acquire_notes {
+    std::string holder;      ///< the lock_id holding the id at the last check; empty: free
+    bool rival_won = false;  ///< a round the id looked free went to another client
+};
+
+/// could_not_acquire's detail for a deadline that passed: who held the id,
+/// or that nobody was seen and the lock's own statements took the time
+/// (`still_running`: they were cut short by the deadline).
+inline std::string deadline_detail(const acquire_notes& notes, duration timeout, bool still_running) {
+    const std::string limit = "lock.timeout of " + std::to_string(timeout.count()) + " ms";
+    if (!notes.holder.empty())
+        return "held by lock_id " + shown(notes.holder) + " at the last check; " + limit + " passed";
+    if (notes.rival_won)
+        return "another client won the rounds in which it looked free; " + limit + " passed";
+    return "no holder was seen: the lock's own statements " +
+           std::string(still_running ? "were still running when " + limit + " passed"
+                                     : "took longer than " + limit);
 }
 
 /// "Could not acquire lock for state_id: …" — the seed's own words, which
 /// operators grep for.
 inline error_code could_not_acquire(diagnostics& diag, const std::string& id, const std::string& detail = {}) {
     return fail(diag, errc::state_id_locked,
-                "Could not acquire lock for state_id: " + id + (detail.empty() ? "" : " (" + detail + ")"));
+                "Could not acquire lock for state_id: " + shown(id) + (detail.empty() ? "" : " (" + detail + ")"));
 }
 
 /// The wait between two rounds, never past the deadline.

@@ -39,7 +39,7 @@ struct lease_state {
 };
 
 inline error_code lease_not_held(diagnostics& diag, const held_lock& h) {
-    return fail(diag, errc::lock_lost, "the lock for state_id " + h.state_id + " was released");
+    return fail(diag, errc::lock_lost, "the lock for state_id " + shown(h.state_id) + " was released");
 }
 
 /// strict: extends the lease to lease_ttl from now. seed_compatible:

@@ -35,7 +35,9 @@ CHSTATE_DECL op<std::optional<std::string>> clear_stale_then_holder(session& s, 
 CHSTATE_DECL op<bool> try_candidate(session& s, const std::string& id, const std::string& mine, time_point checked,
                               time_point deadline, diagnostics& diag);
 
-CHSTATE_DECL op<held_lock> acquire_seed(session& s, const std::string& id, time_point deadline, diagnostics& diag);
+/// The seed's protocol until won or `deadline`; `notes`: what it saw of rivals.
+CHSTATE_DECL op<held_lock> acquire_seed(session& s, const std::string& id, time_point deadline, diagnostics& diag,
+                                        acquire_notes& notes);
 
 /// Deletes our lock row.
 CHSTATE_DECL op<> release_seed(session& s, const held_lock& h, diagnostics& diag, cancellation c);

@@ -112,8 +112,9 @@ struct claim_result {
 CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std::uint64_t basis, std::uint64_t next,
                                    diagnostics& diag, bool confirm = true);
 
+/// The strict protocol until won or `deadline`; `notes`: what it saw of rivals.
 CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, time_point deadline, diagnostics& diag,
-                                          const acquire_request& how = {});
+                                          const acquire_request& how, acquire_notes& notes);
 
 /// What became of an unconfirmed claim (held_lock::unconfirmed) whose
 /// fenced write the server refused.

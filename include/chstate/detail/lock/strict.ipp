@@ -104,7 +104,7 @@ CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std:
 }
 
 CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, time_point deadline, diagnostics& diag,
-                                          const acquire_request& how) {
+                                          const acquire_request& how, acquire_notes& notes) {
     std::uint64_t vacant_token = how.vacant_token;
     std::optional<std::uint64_t> basis = s.free_token_hint(id);
     int immediate = 0; // claims retried without waiting
@@ -115,6 +115,7 @@ CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, tim
                 co_return std::tuple{ec, held_lock{}};
             if (is_free(latest, still_held_from(s)))
                 basis = latest ? latest->token : 0;
+            notes.holder = basis ? std::string() : latest->lock_id;
         }
         if (basis) {
             const std::uint64_t next = std::max(*basis + 1, vacant_token + 1);
@@ -123,6 +124,8 @@ CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, tim
                 co_return std::tuple{ec, held_lock{}};
             if (r.won)
                 co_return std::tuple{error_code{}, std::move(*r.won)};
+            if (!r.vacant)
+                notes.rival_won = true;
             basis.reset();
             if (r.vacant) {
                 vacant_token = next;
@@ -135,7 +138,8 @@ CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, tim
             }
         }
         if (s.now() >= deadline)
-            co_return std::tuple{could_not_acquire(diag, id), held_lock{}};
+            co_return std::tuple{could_not_acquire(diag, id, deadline_detail(notes, s.options().lock.timeout, false)),
+                                 held_lock{}};
         if (auto [wec] = co_await s.wait(until_next_round(s, deadline)); wec)
             co_return std::tuple{wec, held_lock{}};
         basis.reset();

@@ -26,6 +26,7 @@
 
 #include <chstate/detail/ops/read.hpp>
 #include <chstate/detail/ops/write.hpp>
+#include <chstate/detail/shown.hpp>
 
 namespace chstate::detail {
 
@@ -89,7 +90,7 @@ inline error_code check_distinct(const std::string& src, const std::string& dst,
     if (src != dst)
         return {};
     return fail(diag, errc::invalid_argument,
-                std::string(what) + ": source and destination are the same state_id \"" + src +
+                std::string(what) + ": source and destination are the same state_id \"" + shown(src) +
                     "\"; nothing was changed");
 }
 

@@ -172,8 +172,8 @@ CHSTATE_DECL op<> set_under_lease(session& s, bool held, held_lock h, state st, 
                                   "set(lease, state): the lease does not hold a lock (released or moved from)")};
     if (h.state_id != st.state_id)
         co_return std::tuple{fail(diag, errc::invalid_argument,
-                                  "set(lease, state): the lease is for state_id " + h.state_id +
-                                      ", the state is for state_id " + st.state_id)};
+                                  "set(lease, state): the lease is for state_id " + shown(h.state_id) +
+                                      ", the state is for state_id " + shown(st.state_id))};
     co_return co_await fenced_set(s, st, h, diag);
 }
 
