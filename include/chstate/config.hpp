@@ -139,8 +139,10 @@ struct reply_limits {
     std::size_t max_row_bytes = std::size_t(256) << 20; // 256 MiB
     /// Everything one operation keeps at once: the ids state_ids returns,
     /// the rows of a bookkeeping query. get_all streams its states, so for
-    /// it the row limit is the bound.
-    std::size_t max_operation_bytes = std::size_t(1) << 30; // 1 GiB
+    /// it the row limit is the bound. (A million ids of 100 bytes keep
+    /// ~130 MB; a larger default would let any proxy make every listing
+    /// cost that much.)
+    std::size_t max_operation_bytes = std::size_t(256) << 20; // 256 MiB
 };
 
 /// A replicated cluster (README: "Cluster"). With a name the store keeps

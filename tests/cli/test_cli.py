@@ -180,6 +180,13 @@ def t_set_validation(s):
     expect(s.run("state", "set", sid, "--input-file", "-", "--force", input=deep.encode()), EXIT_INVALID, "too deep")
     big = '{"singer_state": ' + "9" * 4301 + "}"
     expect(s.run("state", "set", sid, big, "--force"), EXIT_INVALID, "an integer Python cannot read")
+    r = expect(s.run("state", "set", sid, "--input-file", "/dev/zero", "--force"), EXIT_INVALID, "/dev/zero")
+    check("more than 268435456 bytes" in r.errtext(), f"names the bound: {r!r}")
+    with open("/dev/zero", "rb") as zero:  # an endless standard input
+        p = subprocess.run([s.binary, "state", "set", sid, "--input-file", "-", "--force"], stdin=zero,
+                           capture_output=True, env=s.env, timeout=120)
+    expect(Result(p.returncode, p.stdout, p.stderr), EXIT_INVALID, "endless standard input")
+    check(b"standard input holds more than" in p.stderr, f"names standard input: {p.stderr[:300]!r}")
 
 
 def t_get_missing(s):
@@ -408,6 +415,14 @@ def t_import_validation(s):
     imp('{"a": {"completed": {}}, "": {"completed": {}}}', "an empty id")
     imp('{"a": {"completed": {}}, "b": 5}', "an entry not an object")
     imp('{"a": {"completed": {}}, "b": {"completed": {"n": ' + "9" * 4301 + "}}}", "an unwritable integer")
+    r = imp('{"a": {"completed": {}}, "b\\u0000c": {"completed": {}}}', "an id holding NUL (no command can name it)")
+    check("NUL" in r.errtext(), f"names the NUL byte: {r!r}")
+    # An endless input: refused at the bound, in bounded memory.
+    r = expect(s.run("state", "import", "/dev/zero"), EXIT_INVALID, "import /dev/zero")
+    check("more than 1073741824 bytes" in r.errtext(), f"names the bound: {r!r}")
+    check(s.ids() == [b"keep"], "import /dev/zero: nothing written")
+    r = imp('{"' + "i" * 5_000_000 + '": {"completed": []}}', "a 5 MB id in a bad entry")
+    check(len(r.err) < 2000, f"the message quotes the id shortened: {len(r.err)} bytes")
     expect(s.run("state", "import", os.path.join(s.work, "missing.json")), EXIT_FAILURE, "missing file")
     expect(s.run("state", "import", "a", "b"), EXIT_USAGE, "two files")
 
@@ -561,6 +576,15 @@ def t_connection_errors(binary, work):
     expect(s.run("--uri", "clickhouse://127.0.0.1/db", "state", "list"), EXIT_USAGE, "URI without user")
     r = expect(s.run("--uri", "clickhouse://u:topsecret@127.0.0.1:1/db", "state", "get", "x"), EXIT_CONNECTION, "password in URI")
     check("topsecret" not in r.errtext(), "no password from the URI in the message")
+    # Longer than an HTTP header can carry: refused as configuration, never an abort.
+    env_big = base_env()
+    env_big["MELTANO_STATE_BACKEND_CLICKHOUSE_PASSWORD"] = "pw-" + "p" * 100_000
+    big = Store(binary, "nowhere", env_big, work)
+    r = expect(big.run("--uri", "clickhouse://u@127.0.0.1:1/db", "state", "list"), EXIT_USAGE, "a 100 KB password")
+    check("p" * 64 not in r.errtext() and "too long" in r.errtext(), f"a short message without the password: {r!r}")
+    r = expect(s.run("--uri", "clickhouse://" + "u" * 70_000 + "@127.0.0.1:1/db", "state", "list"), EXIT_USAGE,
+               "a 70,000-byte user")
+    check(len(r.err) < 2000, f"a bounded message: {len(r.err)} bytes")
 
 
 def t_wrong_password(server_uri_no_pw, binary, work):

@@ -1,6 +1,8 @@
 // tools/chstate/cli.cpp — see cli.hpp. No Asio, no Boost: compiles quickly.
 #include "cli.hpp"
 
+#include <chstate/detail/shown.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -38,10 +40,19 @@ std::string one_line(std::string_view message) {
 }
 
 std::string quoted(std::string_view id) {
+    // At most chstate's own bound of a user's text in a message (cut between
+    // characters): a 10 MB id makes a line of a few hundred bytes.
+    std::size_t cut = std::min(id.size(), chstate::detail::shown_bytes);
+    while (cut < id.size() && cut > 0 && (static_cast<unsigned char>(id[cut]) & 0xC0) == 0x80)
+        --cut;
     // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "\"" + std::string&&.
     std::string out(1, '"');
-    out += one_line(id);
+    out += one_line(id.substr(0, cut));
+    if (cut < id.size())
+        out += "…";
     out += '"';
+    if (cut < id.size())
+        out += " (" + std::to_string(id.size()) + " bytes)";
     return out;
 }
 
@@ -310,22 +321,31 @@ std::string indented_json(std::string_view text) {
 
 // ---- files and the terminal --------------------------------------------------------
 
-std::string read_file(const std::string& path) {
+std::string read_file(const std::string& path, std::size_t limit) {
     std::FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
     if (!f)
         throw failure(exit_failure, "cannot open " + one_line(path) + ": " + std::strerror(errno));
+    const std::string name = path == "-" ? std::string("standard input") : one_line(path);
     std::string data;
     char buffer[1 << 16];
     std::size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0)
+    bool too_large = false;
+    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) {
+        if (n > limit - data.size()) {
+            too_large = true;
+            break;
+        }
         data.append(buffer, n);
-    const bool bad = std::ferror(f);
+    }
+    const bool bad = !too_large && std::ferror(f);
     const int err = errno;
     if (f != stdin)
         std::fclose(f);
+    if (too_large)
+        throw failure(exit_invalid_input, name + " holds more than " + std::to_string(limit) +
+                                              " bytes, the most this command reads; nothing was written");
     if (bad)
-        throw failure(exit_failure, "cannot read " + (path == "-" ? std::string("standard input") : one_line(path)) +
-                                        ": " + std::strerror(err));
+        throw failure(exit_failure, "cannot read " + name + ": " + std::strerror(err));
     return data;
 }
 

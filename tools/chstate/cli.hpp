@@ -46,7 +46,8 @@ inline failure usage_error(const std::string& message) { return failure(exit_usa
 /// sequences from a state id) written as \xNN.
 std::string one_line(std::string_view message);
 
-/// `id` quoted for a message, one line (see one_line).
+/// `id` quoted for a message, one line (see one_line), at most
+/// chstate::detail::shown_bytes of it (then its size).
 std::string quoted(std::string_view id);
 
 // ---- arguments ----------------------------------------------------------------
@@ -98,8 +99,17 @@ std::string indented_json(std::string_view text);
 
 // ---- files and the terminal --------------------------------------------------
 
-/// The whole file ("-": standard input). Throws failure(exit_failure).
-std::string read_file(const std::string& path);
+/// The most bytes one state's JSON is read from a file or standard input
+/// (set, merge, edit): the HTTP transport's own limit on a row.
+inline constexpr std::size_t max_state_input_bytes = std::size_t(256) << 20;
+/// The most bytes `state import` reads (a whole export, every state).
+inline constexpr std::size_t max_import_input_bytes = std::size_t(1) << 30;
+
+/// The whole file ("-": standard input), at most `limit` bytes. Throws
+/// failure(exit_failure) when it cannot be read, failure(exit_invalid_input)
+/// when it holds more than `limit` bytes (reading stops there: /dev/zero or
+/// an endless pipe cost `limit` bytes of memory, no more).
+std::string read_file(const std::string& path, std::size_t limit);
 
 /// Writes `data` to `path` through a temporary file in the same folder,
 /// renamed into place. Throws failure(exit_failure).

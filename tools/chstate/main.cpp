@@ -251,7 +251,8 @@ std::optional<std::pair<std::string, std::string>> given_json(const context& c, 
     if (as_option)
         return std::pair{*as_option, "--" + std::string(json_option)};
     if (file)
-        return std::pair{cli::read_file(*file), *file == "-" ? std::string("standard input") : cli::quoted(*file)};
+        return std::pair{cli::read_file(*file, cli::max_state_input_bytes),
+                         *file == "-" ? std::string("standard input") : cli::quoted(*file)};
     return std::nullopt;
 }
 
@@ -386,7 +387,7 @@ int cmd_edit(context& c) {
         throw cli::failure(cli::exit_failure,
                            "the editor exited with status " + std::to_string(status) + "; nothing was written");
 
-    std::string edited = cli::read_file(file.path);
+    std::string edited = cli::read_file(file.path, cli::max_state_input_bytes);
     const auto first = edited.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) {
         c.note("empty content: no changes made");
@@ -489,7 +490,7 @@ int cmd_import(context& c) {
     const std::string source = path == "-" ? "standard input" : cli::quoted(path);
     std::vector<chstate::state> states;
     {
-        const std::string text = cli::read_file(path);
+        const std::string text = cli::read_file(path, cli::max_import_input_bytes);
         chstate::error_code ec;
         std::string why;
         // Two levels above a part: the document and its entries.
@@ -505,6 +506,12 @@ int cmd_import(context& c) {
         for (const auto& [id, entry] : doc.get_object()) {
             if (id.empty())
                 throw cli::failure(cli::exit_invalid_input, source + ": a state id is empty; nothing was imported");
+            // No command line can carry a NUL byte: such an id could be
+            // neither named by get, set or clear nor listed by list.
+            if (id.find('\0') != std::string::npos)
+                throw cli::failure(cli::exit_invalid_input,
+                                   source + ": the state id " + cli::quoted(id) +
+                                       " holds a NUL byte, which no command can name; nothing was imported");
             chstate::diagnostics diag;
             auto s = chstate::state::from_json(id, entry, ec, diag);
             if (ec)
