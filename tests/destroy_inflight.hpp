@@ -14,6 +14,8 @@
 // and returns the tally; scripts/test.sh adds the lines up.
 #pragma once
 
+#include "support.hpp"
+
 #include <chstate/store.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -131,6 +133,20 @@ destroy_tally destroy_inflight(const std::string& label, MakeStore make_store, i
     std::cout << "destroy-inflight[" << label << "]: operations=" << tally.operations
               << " lost_handlers=" << tally.lost_handlers << " called_twice=" << tally.called_twice << std::endl;
     return tally;
+}
+
+/// A make_store for destroy_inflight: typed stores over copies of
+/// `transport` (which share its engine or pool), in `schema`.
+template <class Transport>
+auto typed_stores(Transport transport, std::string schema) {
+    return [transport = std::move(transport), schema = std::move(schema)] {
+        store_options o;
+        o.schema = schema;
+        o.lock = fast_locks();
+        auto store = std::make_unique<basic_state_store<Transport>>(transport, o);
+        store->ensure_schema();
+        return store;
+    };
 }
 
 } // namespace chstate::test

@@ -69,15 +69,8 @@ TEST_SUITE("embedded") {
 
 TEST_CASE("destroy-inflight: a store destroyed with operations in flight calls every handler (chDB)") {
     const std::string schema = test::unique_schema("destroy_chdb");
-    const auto typed = test::destroy_inflight("embedded", [&] {
-        store_options o;
-        o.schema = schema;
-        o.lock = test::fast_locks();
-        auto store = std::make_unique<basic_state_store<chdb_transport>>(
-            chdb_transport(embedded_tests::shared_engine()), o);
-        store->ensure_schema();
-        return store;
-    });
+    const auto typed =
+        test::destroy_inflight("embedded", test::typed_stores(chdb_transport(embedded_tests::shared_engine()), schema));
     CHECK(typed.lost_handlers == 0);
     CHECK(typed.called_twice == 0);
     CHECK(typed.operations >= 300);
