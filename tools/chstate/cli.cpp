@@ -42,9 +42,7 @@ std::string one_line(std::string_view message) {
 std::string quoted(std::string_view id) {
     // At most chstate's own bound of a user's text in a message (cut between
     // characters): a 10 MB id makes a line of a few hundred bytes.
-    std::size_t cut = std::min(id.size(), chstate::detail::shown_bytes);
-    while (cut < id.size() && cut > 0 && (static_cast<unsigned char>(id[cut]) & 0xC0) == 0x80)
-        --cut;
+    const std::size_t cut = chstate::detail::shown_length(id);
     // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "\"" + std::string&&.
     std::string out(1, '"');
     out += one_line(id.substr(0, cut));

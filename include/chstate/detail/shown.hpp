@@ -13,13 +13,19 @@ namespace chstate::detail {
 /// The most bytes of a user's text a message quotes.
 inline constexpr std::size_t shown_bytes = 200;
 
-/// `v` for a message: the first shown_bytes bytes (cut before a UTF-8
-/// continuation byte, never inside a character), control characters as '?',
-/// then "… (N bytes)" when it was longer.
-inline std::string shown(std::string_view v) {
+/// How many leading bytes of `v` a message quotes: at most shown_bytes,
+/// cut before a UTF-8 continuation byte (never inside a character).
+inline std::size_t shown_length(std::string_view v) {
     std::size_t cut = v.size() <= shown_bytes ? v.size() : shown_bytes;
     while (cut < v.size() && cut > 0 && (static_cast<unsigned char>(v[cut]) & 0xC0) == 0x80)
         --cut;
+    return cut;
+}
+
+/// `v` for a message: its first shown_length(v) bytes, control characters
+/// as '?', then "… (N bytes)" when it was longer.
+inline std::string shown(std::string_view v) {
+    const std::size_t cut = shown_length(v);
     std::string out(v.substr(0, cut));
     for (char& ch : out)
         if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F)
