@@ -366,6 +366,36 @@ bool eventually(std::chrono::milliseconds limit, F&& f, std::chrono::millisecond
     }
 }
 
+// No check here compares a wall-clock time with a fixed limit (issue 26:
+// the machine may be busy). What the store promises about time is checked
+// as such: a timeout that fires, with a margin of several seconds; a delete
+// that does not wait for 18.16's mutation round, against a baseline timed
+// in the same case; what other replicas apply from the replication log,
+// eventually (below). Everything else measured is reported with MESSAGE.
+
+/// How long the suite waits for a replica that did not run a DELETE to
+/// apply it from the replication log: the store's own give-up for a delete
+/// (detail::delete_give_up, 60 s). A bound on failure, not a speed claim —
+/// the README promises only that it happens; the lag is reported.
+constexpr std::chrono::milliseconds replication_give_up = chstate::detail::delete_give_up;
+
+/// Polls f() (exceptions count as false) until it holds or
+/// replication_give_up passed; `lag` becomes the seconds that took (when
+/// it held at once: about one call's time).
+template <class F>
+bool replicated_eventually(F&& f, double& lag, std::chrono::milliseconds step = 20ms) {
+    const auto since = steady::now();
+    const bool ok = eventually(replication_give_up, std::forward<F>(f), step);
+    lag = seconds_since(since);
+    return ok;
+}
+
+/// The median of a few timings (seconds).
+inline double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
 /// The engine of schema.table on replica r ("" when absent).
 inline std::string engine_of(int r, const std::string& schema, const std::string& table) {
     auto out = sql(r, "SELECT engine FROM system.tables WHERE database = '" + schema + "' AND name = '" + table + "'");
@@ -677,7 +707,8 @@ TEST_CASE("cluster: ensure_schema creates the tables ON CLUSTER, replicated, on 
     CHECK(engine_full.find("updated_at) ORDER BY state_id") != std::string::npos);
 }
 
-TEST_CASE("cluster: what one replica acknowledged is read at once on the others, every time") {
+TEST_CASE("cluster: what one replica acknowledged is read at once on the others, every time (a delete: eventually, "
+          "its lag reported)") {
     require_cluster();
     scratch_schema schema("cl_read");
     std::unique_ptr<http_store> stores[3];
@@ -724,11 +755,12 @@ TEST_CASE("cluster: what one replica acknowledged is read at once on the others,
             auto ec = code_of([&] { got = stores[reader]->get(s.state_id); }, &message);
             // A delete is waited for on the replica that ran it; the others
             // apply the mutation from the replication log (README, cluster
-            // mode: "nothing waits for them"): gone there within 5 s.
+            // mode: "nothing waits for them"): gone there eventually (the
+            // store's 60 s delete give-up bounds the wait; the lag is reported).
             if (what == "delete_state" && !ec && got) {
                 ++delete_lagged;
                 const auto since = steady::now();
-                while (!ec && got && steady::now() - since < 5s) {
+                while (!ec && got && steady::now() - since < replication_give_up) {
                     std::this_thread::sleep_for(10ms);
                     ec = code_of([&] { got = stores[reader]->get(s.state_id); }, &message);
                 }
@@ -798,15 +830,19 @@ TEST_CASE("cluster: update, merge, copy and move, each on another replica") {
     CHECK(r3->get("copy")->to_json_text() == merged.to_json_text());
     r1->move("copy", "moved");
     // move deletes the source: gone at once on r1, which ran it; the other
-    // replicas apply the delete from the replication log within 5 s (README).
+    // replicas apply the delete from the replication log, eventually
+    // (README: nothing waits for them).
     CHECK_FALSE(r1->get("copy"));
-    CHECK(eventually(5s, [&] { return !r2->get("copy"); }, 50ms));
+    double lag = 0;
+    CHECK(replicated_eventually([&] { return !r2->get("copy"); }, lag));
+    MESSAGE("move on r1: its source gone on r2 " << lag << " s later");
     CHECK(r3->get("moved")->to_json_text() == merged.to_json_text());
     CHECK(code_of([&] { r2->copy("missing", "x"); }) == errc::state_not_found);
     CHECK(r1->state_ids() == std::vector<std::string>{"job", "moved", "src"});
 }
 
-TEST_CASE("cluster: delete_state and clear on one replica: gone there at once, on the others within 5 s") {
+TEST_CASE("cluster: delete_state and clear on one replica: gone there at once, on the others eventually (lag "
+          "reported)") {
     require_cluster();
     scratch_schema schema("cl_delete");
     wedge_guard wedged(schema);
@@ -819,41 +855,39 @@ TEST_CASE("cluster: delete_state and clear on one replica: gone there at once, o
     // does not finish while the last quorum part is untouched
     // (docs/cluster-rig-findings.md, 5), so a delete that waited for
     // is_done would hang.
+    // How long each took is reported, not asserted (issue 26); that a delete
+    // does not wait for 18.16's mutation round is the subject of "deletes do
+    // not wait for 18.16's mutation scheduling", against a baseline.
     auto t0 = steady::now();
     s[1]->delete_state("a");
     const double delete_s = seconds_since(t0);
-    CHECK(delete_s < 10);
-    // The delete is waited for on the replica that ran it; the others apply
-    // the mutation from the replication log (README, cluster mode: nothing
-    // waits for them), so there it is gone within 5 s.
+    // The delete is waited for on the replica that ran it: gone there at
+    // once. The others apply the mutation from the replication log (README,
+    // cluster mode: nothing waits for them): gone there eventually, the
+    // store's 60 s delete give-up bounding the wait; the lag is reported.
     double lag_max = 0;
-    auto gone_within_5s = [&](auto&& gone) {
-        const auto since = steady::now();
-        bool ok = gone();
-        while (!ok && steady::now() - since < 5s) {
-            std::this_thread::sleep_for(10ms);
-            ok = gone();
-        }
-        lag_max = std::max(lag_max, seconds_since(since));
+    auto gone_eventually = [&](auto&& gone) {
+        double lag = 0;
+        const bool ok = replicated_eventually(gone, lag, 10ms);
+        lag_max = std::max(lag_max, lag);
         return ok;
     };
     for (int r = 0; r < 3; ++r) {
         CAPTURE(r + 1);
         std::optional<state> got;
         auto gone = [&] { return !code_of([&] { got = s[r]->get("a"); }) && !got; };
-        CHECK((r == 1 ? gone() : gone_within_5s(gone))); // replica 2 ran it: gone at once
+        CHECK((r == 1 ? gone() : gone_eventually(gone))); // replica 2 ran it: gone at once
     }
     t0 = steady::now();
     s[2]->clear("b");
     const double clear_s = seconds_since(t0);
-    CHECK(clear_s < 10);
     for (int r = 0; r < 3; ++r) {
         CAPTURE(r + 1);
         std::vector<std::string> ids;
         auto gone = [&] {
             return !code_of([&] { ids = s[r]->state_ids(); }) && ids == std::vector<std::string>{"c", "d"};
         };
-        CHECK((r == 2 ? gone() : gone_within_5s(gone))); // replica 3 ran it: gone at once
+        CHECK((r == 2 ? gone() : gone_eventually(gone))); // replica 3 ran it: gone at once
     }
     // Writes still work after the deletes (nothing left pending), and reads.
     std::string message;
@@ -862,8 +896,8 @@ TEST_CASE("cluster: delete_state and clear on one replica: gone there at once, o
     std::optional<state> e;
     CHECK_FALSE(code_of([&] { e = s[2]->get("e"); }, &message));
     CHECK(v_of(e) == 2);
-    MESSAGE("delete_state " << delete_s << " s, clear " << clear_s << " s; seen late elsewhere by at most " << lag_max
-                            << " s");
+    MESSAGE("delete_state " << delete_s << " s, clear " << clear_s << " s; seen late on the other replicas by at most "
+                            << lag_max << " s");
 }
 
 TEST_CASE("cluster: set, delete, set the identical state again → present (not swallowed by block deduplication)") {
@@ -888,9 +922,12 @@ TEST_CASE("cluster: set, delete, set the identical state again → present (not 
         REQUIRE(step("set on r1", [&] { r1->set(s); }));
         REQUIRE(step("delete on r2", [&] { r2->delete_state("dup"); }));
         // Other replicas apply the delete from the replication log (README
-        // "Cluster": gone everywhere within 5 s; r2 itself at once).
+        // "Cluster": r2 itself at once; the others eventually, nothing
+        // waits for them — the store's 60 s delete give-up bounds the wait).
         CHECK_FALSE(r2->get("dup"));
-        CHECK(eventually(5s, [&] { return !r1->get("dup"); }, 50ms));
+        double lag = 0;
+        CHECK(replicated_eventually([&] { return !r1->get("dup"); }, lag, 50ms));
+        MESSAGE("delete on r2 seen on r1 " << lag << " s later");
         REQUIRE(step("the same set on r3", [&] { r3->set(s); })); // the same rows on another replica
         for (auto* st : {r1.get(), r2.get(), r3.get()}) {
             auto got = st->get("dup");
@@ -944,6 +981,7 @@ TEST_CASE("cluster: the default quorum is a majority: 2 of 3 replicas") {
     rig("resume", 2);
     rig("resume", 3);
     CHECK(ec == errc::outcome_unknown); // 319: the quorum timed out, the part is written on r1
+    // The 2 s quorum timeout fired, and not much later (8 s of margin).
     CHECK(waited >= 1.8);
     CHECK(waited < 10);
     INFO(status);
@@ -987,29 +1025,42 @@ TEST_CASE("cluster: a write while another write's quorum is pending waits for it
     const auto ec = later.get();
     const double took = seconds_since(t0);
     INFO(message);
+    // The verdict is that it landed: a store that gave up would fail the
+    // write (its quorum timeout is 20 s); how long it waited is reported.
     CHECK_FALSE(ec);
     CHECK(took >= 1.5);
-    CHECK(took < 20.0);
     CHECK(eventually(10s, [&] { return v_of(r3->get("first")) == 1 && v_of(r3->get("second")) == 2; }));
     MESSAGE("the second write waited " << took << " s for the first one's quorum");
 }
 
-TEST_CASE("cluster: insert_quorum=3 with a replica stopped → replicas_unavailable at once, nothing written") {
+TEST_CASE("cluster: insert_quorum=3 with a replica stopped → replicas_unavailable (285), not the quorum timeout, "
+          "nothing written") {
     require_cluster();
     scratch_schema schema("cl_q3_stopped");
     auto q3 = on(1, cluster_store(schema, 3, 5s));
+    // The refused write goes through a store whose quorum timeout is 30 s:
+    // "it did not wait for the quorum timeout" then has a margin no busy
+    // machine eats.
+    constexpr auto long_quorum_timeout = 30s;
+    auto q3_long = on(1, cluster_store(schema, 3, long_quorum_timeout));
     auto majority = on(2, cluster_store(schema));
     q3->set(state{"warm", json::object{{"v", 0}}, {}});
+    q3_long->get("warm");
     majority->get("warm");
     rig_restorer restore;
     stop_replica(3);
     auto t0 = steady::now();
     std::string message;
-    const auto ec = code_of([&] { q3->set(state{"k", json::object{{"v", 1}}, {}}); }, &message);
+    const auto ec = code_of([&] { q3_long->set(state{"k", json::object{{"v", 1}}, {}}); }, &message);
     const double took = seconds_since(t0);
     INFO(message);
-    CHECK(ec == errc::replicas_unavailable); // 285: 2 live replicas, quorum 3
-    CHECK(took < 5);                         // at once, not after the 5 s quorum timeout
+    // The verdict is the typed error: 285 (2 live replicas, quorum 3) comes
+    // before anything is written; a write that waited for the quorum would
+    // end with 319 (outcome_unknown) after the timeout. The time only backs
+    // that up: under half the 30 s timeout.
+    CHECK(ec == errc::replicas_unavailable);
+    CHECK(took < std::chrono::duration<double>(long_quorum_timeout).count() / 2);
+    MESSAGE("insert_quorum=3 with r3 stopped: replicas_unavailable after " << took << " s");
     CHECK_FALSE(q3->get("k"));
     CHECK(sql(1, "SELECT count() FROM `" + schema.name + "`.state WHERE state_id = 'k'") == "0\n"); // not even on r1
     // The default quorum (2) still writes with r3 down.
@@ -1039,6 +1090,7 @@ TEST_CASE("cluster: insert_quorum=3 with a replica paused → outcome_unknown af
     INFO(message);
     CHECK(ec == errc::outcome_unknown); // 319
     CHECK(ec != errc::replicas_unavailable);
+    // The 2 s quorum timeout fired, and not much later (8 s of margin).
     CHECK(took >= 1.8);
     CHECK(took < 10);
     // Unknown, not failed: once r3 fetches the part the quorum is met and
@@ -1076,7 +1128,8 @@ TEST_CASE("cluster: a replica behind the quorum refuses sequential reads (replic
     CHECK(eventually(15s, [&] { return v_of(r3->get("k")) == 2 && v_of(r3->get("new")) == 1; }));
 }
 
-TEST_CASE("cluster: ZooKeeper stopped → writes and sequential reads fail typed at once; after zk-start writes work again") {
+TEST_CASE("cluster: ZooKeeper stopped → writes and sequential reads fail typed (replicas_unavailable); after zk-start "
+          "writes work again") {
     require_cluster();
     scratch_schema schema("cl_zookeeper");
     auto r1 = on(1, cluster_store(schema, 0, 3s));
@@ -1088,31 +1141,34 @@ TEST_CASE("cluster: ZooKeeper stopped → writes and sequential reads fail typed
     auto t0 = steady::now();
     std::string message;
     auto ec = code_of([&] { r1->set(state{"during", json::object{{"v", 2}}, {}}); }, &message);
-    double took = seconds_since(t0);
+    const double write_s = seconds_since(t0);
     INFO(message);
+    // The verdicts are the typed errors (a hang would end in a timeout, a
+    // lost reply in outcome_unknown); how long they took is reported.
     CHECK(ec == errc::replicas_unavailable); // 242: the table is read-only
-    CHECK(took < 8);
     t0 = steady::now();
     message.clear();
     ec = code_of([&] { r2->get("before"); }, &message);
+    const double read_s = seconds_since(t0);
     INFO(message);
     CHECK(ec == errc::replicas_unavailable); // 999 on a sequentially consistent read
-    CHECK(seconds_since(t0) < 8);
     CHECK(code_of([&] { r1->update(state{"before", json::object{{"w", 1}}, {}}); }) == errc::replicas_unavailable);
     rig("zk-start");
     t0 = steady::now();
-    const bool back = eventually(30s, [&] {
+    // That writes work again, not how soon: 60 s bounds the wait.
+    const bool back = eventually(60s, [&] {
         return !code_of([&] { r1->set(state{"after", json::object{{"v", 3}}, {}}); });
     }, 500ms);
     const double recovery = seconds_since(t0);
     CHECK(back);
-    CHECK(recovery < 25);
     CHECK(eventually(20s, [&] {
         auto r3 = on(3, cluster_store(schema));
         return v_of(r3->get("after")) == 3 && v_of(r3->get("before")) == 1 && !r3->get("during");
     }, 500ms));
     CHECK_FALSE(r2->get("during")); // the refused write was never made
-    MESSAGE("writes worked again " << recovery << " s after ZooKeeper answered");
+    MESSAGE("with ZooKeeper stopped: the write refused after " << write_s << " s, the read after " << read_s
+                                                                << " s; writes worked again " << recovery
+                                                                << " s after ZooKeeper answered");
 }
 
 TEST_CASE("cluster: a store over r3,r1,r2 whose replica is killed fails over and keeps working; r3 catches up") {
@@ -1134,13 +1190,17 @@ TEST_CASE("cluster: a store over r3,r1,r2 whose replica is killed fails over and
     // the next write, or the write goes out on it and its reply is lost
     // (outcome_unknown: another case's subject). r3's port refusing
     // connections says its descriptors, that connection's too, are closed.
-    CHECK(eventually(5s, [] { return refuses_connections(3); }, 20ms));
+    // (A precondition, not a speed claim: 30 s bounds the wait.)
+    CHECK(eventually(30s, [] { return refuses_connections(3); }, 20ms));
     const auto t0 = steady::now();
     std::string message;
     auto ec = code_of([&] { store.set(state{"k", json::object{{"v", 2}}, {}}); }, &message);
+    const double failover_s = seconds_since(t0);
     INFO(message);
+    // The verdict: the write succeeded, through r1, after a failover; how
+    // long it took is reported.
     CHECK_FALSE(ec);
-    CHECK(seconds_since(t0) < 10);
+    MESSAGE("the first write after r3's kill (failing over to r1): " << failover_s << " s");
     CHECK(t.failovers() >= 1);
     CHECK(t.current_endpoint() == 1);
     CHECK(v_of(store.get("k")) == 2);
@@ -1192,7 +1252,7 @@ TEST_CASE("cluster: a store over r3,r1,r2 whose replica is killed fails over and
     MESSAGE("r3 caught up " << seconds_since(t1) << " s after its restart");
 }
 
-TEST_CASE("cluster: a new store while a replica is down starts promptly on the existing tables") {
+TEST_CASE("cluster: a new store while a replica is down starts on the existing tables without waiting for it") {
     require_cluster();
     scratch_schema schema("cl_new_store");
     on(1, cluster_store(schema))->set(state{"k", json::object{{"v", 1}}, {}});
@@ -1200,9 +1260,11 @@ TEST_CASE("cluster: a new store while a replica is down starts promptly on the e
     stop_replica(3);
     // A process starting now (its first operation creates nothing: the
     // tables exist) must not wait for r3 in an ON CLUSTER statement
-    // (distributed_ddl_task_timeout is 180 s on 18.16).
+    // (distributed_ddl_task_timeout is 180 s on 18.16): with a 60 s request
+    // timeout such a wait ends in errc::timeout, 120 s before the server's
+    // own. The verdict is that error's absence; the time is reported.
     auto o = replica_options(1);
-    o.request_timeout = 12s;
+    o.request_timeout = 60s;
     http_store fresh(http_transport(threads().get_executor(), o), cluster_store(schema));
     const auto t0 = steady::now();
     std::string message;
@@ -1212,7 +1274,6 @@ TEST_CASE("cluster: a new store while a replica is down starts promptly on the e
     INFO(message);
     CHECK_FALSE(ec);
     CHECK(v_of(got) == 1);
-    CHECK(took < 10);
     if (!ec)
         CHECK_FALSE(code_of([&] { fresh.set(state{"k", json::object{{"v", 2}}, {}}); }));
     MESSAGE("first operation of a new store with r3 down: " << took << " s");
@@ -1235,7 +1296,9 @@ TEST_CASE("cluster: a new schema while a replica is down: created within ddl_tim
         INFO(message);
         CHECK_FALSE(ec);
         // Three ON CLUSTER statements (database, state and lock table),
-        // each waiting 2 s for r3: not the servers' 180 s.
+        // each waiting 2 s for r3: not the servers' 180 s. The ddl_timeout
+        // fired (at least once), and not much later: 3 × 2 s and 14 s of
+        // margin, far below one 180 s wait.
         CHECK(took >= 2);
         CHECK(took < 20);
         MESSAGE("ensure_schema of a new schema with r3 down: " << took << " s");
@@ -1273,8 +1336,12 @@ TEST_CASE("cluster: a cluster the servers do not know, or a quorum above the sha
         const auto t0 = steady::now();
         auto ec = code_of([&] { store->set(state{"k", json::object{{"v", 1}}, {}}); }, &message);
         INFO(message);
+        // The verdict is the typed error (a quorum the shard cannot meet is
+        // refused, not waited out to outcome_unknown); the time is reported.
         CHECK((ec == errc::invalid_configuration || ec == errc::replicas_unavailable));
-        CHECK(seconds_since(t0) < 5);
+        MESSAGE("insert_quorum=4 on a 3-replica shard: "
+                << std::string(ec == errc::invalid_configuration ? "invalid_configuration" : "replicas_unavailable")
+                << " after " << seconds_since(t0) << " s");
         for (int r = 1; r <= 3; ++r) {
             CAPTURE(r);
             CHECK(sql(r, "SELECT count() FROM system.tables WHERE database = '" + schema.name +
@@ -1376,11 +1443,16 @@ TEST_CASE("cluster: open() with a URI naming every replica and cluster= works on
     auto store = chstate::open(cfg);
     store.set(state{"uri", json::object{{"v", 1}}, {}});
     CHECK(v_of(store.get("uri")) == 1);
+    double lag_max = 0;
     for (int r = 1; r <= 3; ++r) {
         CAPTURE(r);
         CHECK(engine_of(r, schema, "state") == "ReplicatedReplacingMergeTree");
-        CHECK(eventually(5s, [&] { return v_of(on(r, cluster_store(schema))->get("uri")) == 1; }));
+        // Read on every replica; 60 s bounds the wait (not a speed claim).
+        double lag = 0;
+        CHECK(replicated_eventually([&] { return v_of(on(r, cluster_store(schema))->get("uri")) == 1; }, lag, 200ms));
+        lag_max = std::max(lag_max, lag);
     }
+    MESSAGE("the write through open()'s store read on every replica within " << lag_max << " s");
     // The environment: the same URI without the cluster, the cluster and the
     // hosts as overrides.
     std::map<std::string, std::string> vars{
@@ -1446,8 +1518,9 @@ TEST_CASE("cluster: the lock across replicas: held via r1, r2 and r3 time out (a
     auto lease = a->acquire_lock("job");
     const double acquire_s = seconds_since(t_acquire);
     CHECK(lease.token() == 0); // seed_compatible over HTTP
-    // The candidate row is on every replica (written with quorum).
-    CHECK(eventually(5s, [&] {
+    // The candidate row is on every replica (written with quorum; r3 may
+    // be a moment behind: 60 s bounds the wait).
+    CHECK(eventually(replication_give_up, [&] {
         return sequential_sql(3, "SELECT count() FROM `" + schema.name + "`.state_lock WHERE state_id = 'job'") ==
                "1\n";
     }));
@@ -1469,22 +1542,26 @@ TEST_CASE("cluster: the lock across replicas: held via r1, r2 and r3 time out (a
     auto third = c->acquire_lock("job");
     third.release();
     CHECK(v_of(a->get("job")) == 2);
-    // Released everywhere: no lock row left.
-    CHECK(eventually(5s, [&] {
+    // Released everywhere: no lock row left. The last release ran on r3;
+    // r1 applies its DELETE from the replication log, eventually.
+    double release_lag = 0;
+    CHECK(replicated_eventually([&] {
         return sequential_sql(1, "SELECT count() FROM `" + schema.name + "`.state_lock WHERE state_id = 'job'") ==
                "0\n";
-    }));
+    }, release_lag, 50ms));
     const auto t_update = steady::now();
     a->update(state{"job", json::object{{"w", 1}}, {}});
     const double update_s = seconds_since(t_update);
+    // Reported only: that a release or an update does not wait for 18.16's
+    // mutation round is asserted, against a baseline, in "deletes do not
+    // wait for 18.16's mutation scheduling".
     MESSAGE("uncontended on the cluster: acquire_lock " << acquire_s << " s, release (after ~6 s held) " << release_s
-                                                        << " s, update " << update_s << " s");
-    CHECK(release_s < 3); // see "deletes do not wait for 18.16's mutation scheduling"
-    CHECK(update_s < 3.5);
+                                                        << " s, update " << update_s << " s; the release seen on r1 "
+                                                        << release_lag << " s after the last one");
 }
 
 TEST_CASE("cluster: deletes do not wait for 18.16's mutation scheduling: update, delete_state and a release after a "
-          "quiet spell, well under 5 s") {
+          "quiet spell, each within a few quorum sets' time") {
     // A DELETE of rows in the newest quorum part (the lock row just
     // inserted, the state just written) cannot run until a newer quorum
     // part exists. A replicated table's mutations are assigned by its
@@ -1492,14 +1569,44 @@ TEST_CASE("cluster: deletes do not wait for 18.16's mutation scheduling: update,
     // between rounds: a mutation it could not assign at once then waits for
     // the next round. A pipeline's update() (lock, read, write, release)
     // after a quiet spell is the everyday case.
+    //
+    // The measure is not a fixed limit (issue 26: the machine may be busy)
+    // but a baseline timed in this case on the same replicas just before:
+    // the median of 5 quorum sets (0.03–0.04 s on the 2-core dev machine).
+    // A delete that does not wait is a nudge (a quorum INSERT), an ALTER …
+    // DELETE and a few counts: 3–5 quorum sets measured there, a release
+    // the same. An update is a lock (check, candidate INSERT, settle,
+    // check), a read, a write and a release: 8–15 quorum sets measured. One
+    // that waits for the mutation round adds up to 5 s of the server's own
+    // sleep: 25–50 quorum sets even if a set took 0.1–0.2 s, 150 at 0.03 s.
+    // So a delete or a release is allowed 20 baselines, an update 40 —
+    // 2.5–4 times the highest ratio measured — plus the waits they make by design, which
+    // no load stretches (the update's 0.1 s settle; a delete's polls
+    // pausing 5, 10, 15 … ms: 0.1 s). Load stretches the operations and
+    // the baseline alike (the same statements on the same replicas), so
+    // the ratio of an operation that did not wait stays where it was on a
+    // busy machine; load only shrinks the ratio of one that did wait (the
+    // server's 5 s do not stretch), so a busy machine makes the check more
+    // lenient, not stricter. Every ratio is reported.
     require_cluster();
     scratch_schema schema("cl_delete_speed");
     auto so = cluster_store(schema);
-    so.lock = cluster_locks(100ms, 10s);
+    constexpr auto settle = 100ms;
+    so.lock = cluster_locks(settle, 10s);
     auto r1 = on(1, so);
     auto r2 = on(2, so);
     r1->set(state{"job", json::object{{"v", 0}}, {}});
     r2->update(state{"job", json::object{{"warm", true}}, {}});
+    // The baseline: 5 quorum sets, on r1 and r2 in turn (the operations
+    // below run on them).
+    std::vector<double> sets;
+    for (int i = 0; i < 5; ++i) {
+        auto& store = i % 2 ? r2 : r1;
+        const auto t = steady::now();
+        store->set(state{"baseline", json::object{{"v", i}}, {}});
+        sets.push_back(seconds_since(t));
+    }
+    const double baseline = median(sets);
     // A lease held through a quiet spell (a pipeline's run), then given
     // back; then a state written and deleted at once; then an update.
     auto lease = r1->acquire_lock("job");
@@ -1511,19 +1618,28 @@ TEST_CASE("cluster: deletes do not wait for 18.16's mutation scheduling: update,
     t0 = steady::now();
     r2->delete_state("gone");
     const double delete_s = seconds_since(t0);
-    // Gone at once on r2, which ran it; on r1 within 5 s (README, cluster
-    // mode: the others apply the mutation from the replication log).
+    // Gone at once on r2, which ran it; on r1 eventually (README, cluster
+    // mode: the others apply the mutation from the replication log; the
+    // store's 60 s delete give-up bounds the wait).
     CHECK_FALSE(r2->get("gone"));
-    CHECK(eventually(5s, [&] { return !r1->get("gone"); }, 50ms));
+    double lag = 0;
+    CHECK(replicated_eventually([&] { return !r1->get("gone"); }, lag, 50ms));
     t0 = steady::now();
     r2->update(state{"job", json::object{{"round", 1}}, {}});
     const double update_s = seconds_since(t0);
-    MESSAGE("release of a lease held 5.5 s " << release_s << " s; then delete_state of a state just written "
-                                             << delete_s << " s; update " << update_s << " s");
-    // 18.16's mutation round is 5 s; these leave room for a loaded machine.
-    CHECK(update_s < 3.5); // settle 0.1 s and four statements
-    CHECK(delete_s < 3);
-    CHECK(release_s < 3);
+    constexpr double delete_factor = 20, update_factor = 40;
+    constexpr double delete_polls_s = 0.1;
+    const double settle_s = std::chrono::duration<double>(settle).count();
+    const double delete_allowed = delete_factor * baseline + delete_polls_s;
+    const double update_allowed = update_factor * baseline + settle_s + delete_polls_s;
+    MESSAGE("baseline (median of 5 quorum sets on r1, r2) " << baseline << " s; release of a lease held 5.5 s "
+            << release_s << " s = " << release_s / baseline << " baselines; then delete_state of a state just written "
+            << delete_s << " s = " << delete_s / baseline << " baselines (seen on r1 " << lag << " s later); update "
+            << update_s << " s = " << update_s / baseline << " baselines; allowed " << delete_allowed
+            << " s for a delete or a release, " << update_allowed << " s for an update");
+    CHECK(release_s <= delete_allowed);
+    CHECK(delete_s <= delete_allowed);
+    CHECK(update_s <= update_allowed);
 }
 
 TEST_CASE("cluster: a lock candidate held up past the settle time (as 286 retries hold it) never wins a lock held via "
@@ -2007,7 +2123,8 @@ TEST_CASE("cluster stress: processes stream writes over all replicas while one i
 TEST_SUITE("cluster") {
 using namespace cluster_tests;
 
-TEST_CASE("cluster: clear_all on one replica: every replica empty at once, and the table keeps working") {
+TEST_CASE("cluster: clear_all on one replica: empty there at once, on the others eventually (lag reported), and "
+          "the table keeps working") {
     require_cluster();
     scratch_schema schema("cl_clear_all");
     wedge_guard wedged(schema); // restarts a replica left running the TRUNCATE
@@ -2031,24 +2148,52 @@ TEST_CASE("cluster: clear_all on one replica: every replica empty at once, and t
     const auto t0 = steady::now();
     std::uint64_t cleared = 0;
     REQUIRE(step("clear_all on r3", [&] { cleared = s[2]->clear_all(); }));
-    const double took = seconds_since(t0);
+    const double took = seconds_since(t0); // reported, not asserted (issue 26)
     CHECK(cleared == 3);
-    CHECK(took < 10);
-    for (int r = 0; r < 3; ++r) {
+    // clear_all is an ALTER TABLE … DELETE (README, cluster mode), waited
+    // for on the replica that ran it: r3 is empty at once. The others apply
+    // the mutation from the replication log and nothing waits for them:
+    // empty there eventually, the store's 60 s delete give-up bounding the
+    // wait; the lag is reported.
+    double lag_max = 0;
+    for (int r : {2, 0, 1}) {
         CAPTURE(r + 1);
         std::vector<std::string> ids{"not read"};
-        CHECK(step("state_ids after clear_all", [&] { ids = s[r]->state_ids(); }));
-        CHECK(ids.empty());
+        std::string message;
+        auto read = [&] {
+            ids = {"not read"};
+            return !code_of([&] { ids = s[r]->state_ids(); }, &message);
+        };
+        if (r == 2) {
+            CHECK_MESSAGE(read(), "state_ids after clear_all: " << message);
+            CHECK(ids.empty());
+            continue;
+        }
+        double lag = 0;
+        const bool empty = replicated_eventually([&] { return read() && ids.empty(); }, lag, 10ms);
+        lag_max = std::max(lag_max, lag);
+        CHECK_MESSAGE(empty, "state_ids after clear_all, for " << lag << " s: " << ids.size() << " ids, " << message);
     }
     CHECK(step("set e on r2 after clear_all", [&] { s[1]->set(state{"e", json::object{{"v", 5}}, {}}); }));
     std::optional<state> e;
     CHECK(step("get e on r3", [&] { e = s[2]->get("e"); }));
     CHECK(v_of(e) == 5);
     CHECK(step("the same set_all again on r1", [&] { s[0]->set_all(batch); }));
+    // Read on r2, which did not run the clear_all: tolerating its lag as
+    // above (it was empty before, so this waits only in a rare case).
     std::vector<std::string> ids;
-    CHECK(step("state_ids on r2", [&] { ids = s[1]->state_ids(); }));
+    std::string message;
+    double lag = 0;
+    const bool seen = replicated_eventually([&] {
+        ids.clear();
+        return !code_of([&] { ids = s[1]->state_ids(); }, &message) &&
+               ids == std::vector<std::string>{"c", "d", "e"};
+    }, lag, 10ms);
+    INFO("state_ids on r2: " << message);
+    CHECK(seen);
     CHECK(ids == std::vector<std::string>{"c", "d", "e"});
-    MESSAGE("clear_all on r3: " << took << " s");
+    MESSAGE("clear_all on r3: " << took << " s; seen empty on the other replicas by at most " << lag_max
+                                << " s later; state_ids on r2 after the writes: " << lag << " s");
 }
 
 } // TEST_SUITE("cluster")
