@@ -19,8 +19,9 @@
 //
 //   cluster: replicas=N processes=P acked=A acked_lost=0 overlaps=0 failovers=F
 //
-// Included by server.cpp after the fault suite (one translation unit: Beast
-// is slow to compile); uses its threads() pool.
+// Included by cluster.cpp, a translation unit of its own that only the
+// plain test binary holds; uses the server suite's threads() pool and
+// helpers (server_support.hpp).
 
 #include <boost/asio/consign.hpp>
 

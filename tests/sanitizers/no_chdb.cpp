@@ -1,5 +1,6 @@
-// Stands in for tests/embedded.cpp in the sanitized test binary
-// (chstate_tests_no_chdb, built by scripts/sanitizers.sh only).
+// Stands in for tests/embedded.cpp (and tests/cluster.cpp) in the sanitized
+// test binaries (chstate_tests_no_chdb and chstate_tests_tsan, built by
+// scripts/sanitizers.sh only).
 //
 // libchdb.so crashes inside its own start-up under AddressSanitizer, so a
 // sanitized run must never load it. Without embedded.cpp the `embedded`
@@ -9,6 +10,7 @@
 // anyway, it fails here, loudly, instead of loading chDB.
 #include <chstate/transport/chdb.hpp>
 
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 
@@ -19,3 +21,10 @@ std::shared_ptr<chstate::chdb_engine> shared_engine() {
                            "in scripts/sanitizers.sh (chdb_cases)");
 }
 } // namespace embedded_tests
+
+// The cluster suite is not compiled into the sanitized binaries (its rig is
+// never run sanitized): its child-process entry point refuses.
+int chstate_cluster_child(int, char**) {
+    std::fputs("sanitized test binary: the cluster suite (tests/cluster.cpp) is not built into it\n", stderr);
+    return 2;
+}
