@@ -10,6 +10,8 @@
 #
 # Usage: scripts/fuzz.sh [seconds-per-target]   (default 60; two run at once)
 #        scripts/fuzz.sh --build-only             (builds the targets, runs nothing)
+# CHSTATE_FUZZ_JOBS: how many targets run at once (default 2; scripts/test.sh
+# runs one at a time beside the sanitized runs, which leave a core idle).
 # Installs nothing: needs clang-14 and its fuzzer runtime (Debian:
 # clang-14 libclang-rt-14-dev libfuzzer-14-dev; scripts/install-deps.sh),
 # Boost ≥ 1.81 with Boost.JSON and Boost.URL, OpenSSL, and for chdb_quote
@@ -85,11 +87,13 @@ run_one() {
   echo "$st" >"$dir/status"
 }
 run_start=$SECONDS
+run_jobs=${CHSTATE_FUZZ_JOBS:-2}
+[[ $run_jobs =~ ^[1-9][0-9]*$ ]] || die "CHSTATE_FUZZ_JOBS must be a positive integer, not '$run_jobs'"
 pids=()
 for t in "${all_targets[@]}"; do
   run_one "$t" &
   pids+=($!)
-  if ((${#pids[@]} == 2)); then wait "${pids[0]}" || true; pids=("${pids[@]:1}"); fi
+  if ((${#pids[@]} == run_jobs)); then wait "${pids[0]}" || true; pids=("${pids[@]:1}"); fi
 done
 for p in "${pids[@]}"; do wait "$p" || true; done
 
