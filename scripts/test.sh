@@ -67,7 +67,11 @@ fi
 stage_done build
 
 server_dir=$(mktemp -d /tmp/chstate-server.XXXXXX)
-stop_server() { bash scripts/clickhouse-server.sh stop "$server_dir" >/dev/null 2>&1 || true; rm -rf "$server_dir"; }
+second_server_dir=
+stop_server() {
+  bash scripts/clickhouse-server.sh stop "$server_dir" >/dev/null 2>&1 || true; rm -rf "$server_dir"
+  [[ -z $second_server_dir ]] || { bash scripts/clickhouse-server.sh stop "$second_server_dir" >/dev/null 2>&1 || true; rm -rf "$second_server_dir"; }
+}
 at_exit() {
   # A background build still running when the run ends early: stopped with it.
   [[ -z ${prebuild:-} ]] || kill -TERM -- "-$prebuild" 2>/dev/null || true
@@ -111,15 +115,19 @@ custom)
   ./build/tests/chstate_tests "$@" 2>&1 | tee "$log" || status=$?
   ;;
 full | quick)
-  # Two processes at once (2 cores): the `embedded` suite (chDB's and the
-  # test's own CPU) beside the others (full: `server`, which mostly waits on
-  # the server — its mutations, restarts and timeouts — then the CPU-bound
-  # unit, simulated and json suites in that waiting room; quick: those three
-  # alone). Their logs are kept apart and printed whole, the second's after;
-  # the lines below add both up.
-  processes=2
+  # Processes at once, each the critical path of nothing the others need:
+  # the `embedded` suite (chDB's and the test's own CPU) beside the others.
+  # Full: two more — the `server` suite (it mostly waits on the server: its
+  # mutations, restarts and timeouts), and the server's fidelity case (it
+  # waits on a second server of its own, since the server suite stops and
+  # kills the first) followed by the CPU-bound unit, simulated and json
+  # suites (measured, 2 processes: the server suite and those suites in one
+  # took 682 s beside embedded's 484 s; the server suite alone 557 s, its
+  # fidelity case 179 s of that). Quick: unit, json, simulated beside
+  # embedded. Their logs are kept apart and printed whole, in turn; the
+  # lines below add them up.
   if [[ $mode == quick ]]; then
-    others=(-ts=unit,json,simulated)
+    groups=("-ts=unit,json,simulated")
     embedded=(-ts=embedded -tse=cluster -tce='*lease-torture*')
     # Smaller sizes, the same code paths: a quarter of the explorer's seeded
     # random schedules, an 8 MB large value, 100 random fidelity states.
@@ -127,21 +135,41 @@ full | quick)
     export CHSTATE_LARGE_STATE_MB=${CHSTATE_LARGE_STATE_MB:-8}
     export CHSTATE_FIDELITY_RANDOM=${CHSTATE_FIDELITY_RANDOM:-100}
   else
-    others=(-tse=cluster,embedded)
+    second_server_dir=$(mktemp -d /tmp/chstate-server2.XXXXXX)
+    bash scripts/clickhouse-server.sh start "$second_server_dir"
+    # One group per process; a group's doctest runs, separated by `;`, run in turn.
+    groups=("-ts=server -tce=fidelity:*"
+            "CHSTATE_TEST_SERVER_DIR=$second_server_dir -ts=server -tc=fidelity:*;-ts=unit,json,simulated")
     embedded=(-ts=embedded -tse=cluster)
   fi
-  # Each process's wall time is printed after its log: which one the stage waits for.
-  (
-    start=$SECONDS
-    ./build/tests/chstate_tests "${others[@]}" >"$log.others" 2>&1 || exit
-    echo "tests[others]: wall=$((SECONDS - start))s" >>"$log.others"
-  ) & others_pid=$!
+  # run_group N "RUNS": each run's doctest options (an optional leading
+  # VAR=value sets the environment of that run), its output into $log.N,
+  # then the group's wall time (which one the stage waits for).
+  run_group() {
+    local n=$1 start=$SECONDS run words envs rc=0
+    local IFS=';'
+    for run in $2; do
+      IFS=' ' read -r -a words <<<"$run"
+      envs=()
+      while [[ ${words[0]} == *=* && ${words[0]} != -* ]]; do envs+=("${words[0]}"); words=("${words[@]:1}"); done
+      env "${envs[@]}" ./build/tests/chstate_tests "${words[@]}" >>"$log.$n" 2>&1 || rc=1
+    done
+    echo "tests[group $n]: wall=$((SECONDS - start))s ($2)" >>"$log.$n"
+    return "$rc"
+  }
+  group_pids=()
+  for n in "${!groups[@]}"; do
+    : >"$log.$n"
+    run_group "$n" "${groups[$n]}" & group_pids+=($!)
+    processes=$((processes + $(tr -cd ';' <<<"${groups[$n]}" | wc -c) + 1))
+  done
   embedded_start=$SECONDS
   ./build/tests/chstate_tests "${embedded[@]}" 2>&1 | tee "$log.embedded" || status=$?
   echo "tests[embedded]: wall=$((SECONDS - embedded_start))s" | tee -a "$log.embedded"
-  wait "$others_pid" || status=1
-  cat "$log.others"
-  cat "$log.embedded" "$log.others" >"$log"
+  for pid in "${group_pids[@]}"; do wait "$pid" || status=1; done
+  cp "$log.embedded" "$log"
+  for n in "${!groups[@]}"; do cat "$log.$n"; cat "$log.$n" >>"$log"; done
+  [[ -z ${second_server_dir:-} ]] || { bash scripts/clickhouse-server.sh stop "$second_server_dir" >/dev/null 2>&1 || true; rm -rf "$second_server_dir"; second_server_dir=; }
   ;;
 esac
 stage_done tests
@@ -190,14 +218,22 @@ stage_done fidelity
 if [[ $mode == full ]]; then
   # The `chstate` command-line tool, driven as an operator would (tests/cli):
   # every command on chDB and on the server above; one line, `cli: ...`.
-  python3 tests/cli/test_cli.py build/tools/chstate --server-dir "$server_dir" 2>"$test_dir/cli.log" \
-    || { status=1; grep -E -A 8 '^(FAIL|Traceback|test_cli)' "$test_dir/cli.log" | head -n 80 >&2 || true; }
-  stage_done cli
+  # It mostly waits on the tool's engines (measured: 108 s of CPU in 167 s),
+  # so it runs beside the next stage, which compiles.
+  python3 tests/cli/test_cli.py build/tools/chstate --server-dir "$server_dir" >"$test_dir/cli.out" 2>"$test_dir/cli.log" &
+  cli_pid=$!
   # chstate as a new user gets it (README "Using chstate in your project"):
   # the installed package, add_subdirectory, Meson and pkg-config, each
   # building and running the main example; one line, `consumers: ...`.
   bash scripts/check-consumers.sh build || status=1
-  stage_done consumers
+  if ! wait "$cli_pid"; then
+    status=1
+    cat "$test_dir/cli.out"
+    grep -E -A 8 '^(FAIL|Traceback|test_cli)' "$test_dir/cli.log" | head -n 80 >&2 || true
+  else
+    cat "$test_dir/cli.out"
+  fi
+  stage_done cli-and-consumers
   # The cluster suite (tests/cluster_cases.ipp) on ZooKeeper and 3 replicas
   # of 18.16 on loopback, started and stopped by the script; the single
   # server above is stopped first (memory, CPU). Its stress case prints
@@ -219,17 +255,21 @@ if [[ $mode == full ]]; then
   bash scripts/build.sh benchmarks/all examples/all >"$test_dir/build-rest.log" 2>&1 \
     || { status=1; echo "build: the benchmarks or examples do not build:" >&2; grep -E -m 20 -A 5 'error|FAILED' "$test_dir/build-rest.log" >&2 || tail -n 30 "$test_dir/build-rest.log" >&2; }
   stage_done prebuild-wait
+  # Fuzzing (fuzz/, scripts/fuzz.sh): every libFuzzer target for a bounded
+  # time (CHSTATE_FUZZ_SECONDS each, default 20 here — the full run's
+  # budget; fuzz.sh alone defaults to 60), one target at a time, beside the
+  # sanitized runs below: those are one CPU-bound process and one that
+  # mostly waits on the server (measured: 478 s of CPU in 435 s, a core
+  # idle), and fuzzing after them took another 89 s. One line, `fuzz:
+  # targets=N runs=R crashes=0`, printed after the sanitizers' lines.
+  CHSTATE_FUZZ_JOBS=1 bash scripts/fuzz.sh "${CHSTATE_FUZZ_SECONDS:-20}" >"$test_dir/fuzz.log" 2>&1 & fuzz_pid=$!
   # Sanitizers (scripts/sanitizers.sh): the suites that never load chDB
   # under ASan+UBSan and the concurrency-heavy cases under TSan, against a
   # server of its own; one line, `sanitizers: ...`.
   bash scripts/sanitizers.sh || status=1
-  stage_done sanitizers
-  # Fuzzing (fuzz/, scripts/fuzz.sh): every libFuzzer target for a bounded
-  # time (CHSTATE_FUZZ_SECONDS each, default 20 here — the full run's
-  # budget; fuzz.sh alone defaults to 60; two at once); one line,
-  # `fuzz: targets=N runs=R crashes=0`.
-  bash scripts/fuzz.sh "${CHSTATE_FUZZ_SECONDS:-20}" || status=1
-  stage_done fuzz
+  wait "$fuzz_pid" || status=1
+  cat "$test_dir/fuzz.log"
+  stage_done sanitizers-and-fuzz
 elif [[ $mode == custom ]]; then
   echo "cli, consumers, sanitizers, cluster, fuzz: not run (doctest options given; the full run runs them)"
 else
