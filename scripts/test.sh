@@ -233,6 +233,8 @@ if [[ $mode == full ]]; then
   else
     cat "$test_dir/cli.out"
   fi
+  # The tool's hostile inputs count with the test binary's (summary_lines).
+  grep -E '^hostile-input: cases=[0-9]+ failures=[0-9]+$' "$test_dir/cli.out" >>"$log" || true
   stage_done cli-and-consumers
   # The cluster suite (tests/cluster_cases.ipp) on ZooKeeper and 3 replicas
   # of 18.16 on loopback, started and stopped by the script; the single

@@ -19,6 +19,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 import traceback
 import urllib.parse
@@ -638,6 +640,206 @@ def t_embedded_busy(s):
         holder.communicate(timeout=60)
 
 
+# ---- hostile input ----------------------------------------------------------------
+#
+# Each input below is one hostile-input case (counted apart from the cases
+# above, and printed as `hostile-input: cases=N failures=F`, which the test
+# command adds to the test binary's): whatever it is, the tool ends with a
+# documented exit status, never a signal; a failure says so on one
+# `chstate: …` line of bounded length; no secret is echoed; and nothing
+# the input did not ask for changes.
+
+hostile_cases = 0
+hostile_failures = 0
+ALL_EXITS = range(EXIT_OK, EXIT_INVALID + 1)
+CONTROL_BYTES = [b for b in range(1, 32)] + [0x7F]  # (NUL cannot be in an argument or the environment)
+ENV_OVERRIDES = ["HOST", "PORT", "DATABASE", "USER", "PASSWORD", "SECURE", "CA_FILE", "SCHEMA", "TABLE", "CLUSTER",
+                 "INSERT_QUORUM", "CONNECT_TIMEOUT", "REQUEST_TIMEOUT", "LOCK_TIMEOUT"]
+SECRET = "Sup3r-s3cret-pw"
+
+
+hostile_lock = threading.Lock()
+
+
+def hostile(name, fn, *args):
+    """One hostile input: counted; a failed check counts it failed (and prints why)."""
+    global hostile_cases, hostile_failures
+    with hostile_lock:
+        hostile_cases += 1
+    try:
+        fn(*args)
+        return True
+    except Exception as e:  # noqa: BLE001 - every failure is reported and counted
+        with hostile_lock:
+            hostile_failures += 1
+            print(f"FAIL hostile-input {name}: {e}", file=sys.stderr)
+            if not isinstance(e, Failed):
+                traceback.print_exc()
+        return False
+
+
+def hostile_all(inputs):
+    """hostile() over (name, fn) pairs, 6 at once: each waits on the server (its
+    mutations), not on this machine's CPU. The number that failed."""
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        return sum(not ok for ok in pool.map(lambda item: hostile(*item), inputs))
+
+
+def sane(r, what, secrets=()):
+    """The outcome of any input: a documented status, one bounded error line, no secret shown."""
+    check(r.rc in ALL_EXITS, f"{what}: exit status {r.rc} is none of the documented ones: {r!r}")
+    if r.rc != EXIT_OK:
+        lines = [l for l in r.errtext().splitlines() if l.startswith("chstate: ")]
+        check(len(lines) >= 1, f"{what}: no 'chstate: …' line on stderr: {r!r}")
+        check(len(r.err) < 4096, f"{what}: {len(r.err)} bytes of error output")
+    for secret in secrets:
+        check(secret.encode() not in r.out and secret.encode() not in r.err, f"{what}: shows a secret: {r!r}")
+    return r
+
+
+def t_hostile_environment(binary, work):
+    """Every setting the environment can hold, with each control byte in it, then 70,000 bytes long."""
+    failed = 0
+    for var in ["URI"] + ENV_OVERRIDES:
+        name = "MELTANO_STATE_BACKEND_" + ("URI" if var == "URI" else "CLICKHOUSE_" + var)
+        for b in CONTROL_BYTES:
+            def one(var=var, name=name, b=b):
+                env = base_env()
+                env["MELTANO_STATE_BACKEND_URI"] = "clickhouse://u@127.0.0.1:1/db"
+                env["MELTANO_STATE_BACKEND_CLICKHOUSE_PASSWORD"] = SECRET
+                value = "clickhouse://u@127.0.0.1:1/db?schema=a" + chr(b) + "b" if var == "URI" else "va" + chr(b) + "lue"
+                if var == "PASSWORD":
+                    value = SECRET + chr(b)
+                env[name] = value
+                r = sane(Store(binary, "env", env, work).run("state", "list", timeout=60), f"{name} with 0x{b:02x}",
+                         (SECRET,))
+                check(r.rc == EXIT_USAGE, f"{name} with 0x{b:02x}: refused as configuration (2), not {r!r}")
+                check(name in r.errtext(), f"{name} with 0x{b:02x}: the message names the variable: {r!r}")
+            failed += not hostile(f"{name} holding 0x{b:02x}", one)
+
+        def huge(var=var, name=name):
+            env = base_env()
+            env["MELTANO_STATE_BACKEND_URI"] = "clickhouse://u@127.0.0.1:1/db"
+            env["MELTANO_STATE_BACKEND_CLICKHOUSE_PASSWORD"] = SECRET
+            env[name] = ("clickhouse://u@127.0.0.1:1/db?schema=" + "s" * 70_000) if var == "URI" else "v" * 70_000
+            r = sane(Store(binary, "env", env, work).run("state", "list", timeout=60), f"{name} of 70,000 bytes",
+                     (SECRET,))
+            check(r.rc != EXIT_OK, f"{name} of 70,000 bytes: nothing can be listed at 127.0.0.1:1: {r!r}")
+            check(b"v" * 300 not in r.err and b"s" * 300 not in r.err, f"{name}: the value is quoted shortened")
+        failed += not hostile(f"{name} of 70,000 bytes", huge)
+    check(failed == 0, f"{failed} hostile environment inputs failed (see above)")
+
+
+def t_hostile_ids(s):
+    """Ids holding each control byte and malformed UTF-8: stored, read, listed and cleared byte for byte."""
+    s.clear_all()
+    ids = [b"ctl" + bytes([b]) + b"id" for b in CONTROL_BYTES]
+    ids += [b"u8\x80", b"u8\xff", b"u8\xc0\x80", b"u8\xed\xa0\x80", b"u8\xf4\x90\x80\x80", b"u8\xe2\x82",
+            b"-starts-with-a-dash", b"--force", b" leading and trailing ", b"*", b"?", b"\\*"]
+    inputs = []
+    for sid in ids:
+        def one(sid=sid):
+            doc = '{"singer_state": {"id": %s}}' % json.dumps(sid.decode("utf-8", "replace"))
+            r = sane(s.run("state", "set", "--force", "--", sid, doc), f"set {sid!r}")
+            if sid.startswith(b"-") and r.rc == EXIT_USAGE:
+                return  # an option-like id refused as usage is a typed answer (after --, it must be taken)
+            check(r.rc == EXIT_OK, f"set {sid!r}: {r!r}")
+            got = sane(s.run("state", "get", "--", sid), f"get {sid!r}")
+            check(got.rc == EXIT_OK and json.loads(got.out) == json.loads(doc), f"get {sid!r} gave {got!r}")
+            check(sid in s.ids(), f"list --null holds {sid!r} exactly")
+            sane(s.run("state", "clear", "--force", "--", sid), f"clear {sid!r}")
+            expect(s.run("state", "get", "--", sid), EXIT_NOT_FOUND, f"cleared {sid!r}")
+        inputs.append((f"id {sid!r}", one))
+    failed = hostile_all(inputs)
+    check(failed == 0, f"{failed} hostile ids failed (see above)")
+
+
+# (the text, whether the tool stores it: Python's json module reads it, and
+# it is an object; else the tool refuses it, as not JSON or not an object)
+HOSTILE_JSON = [
+    ('{"singer_state": {"a": NaN, "b": Infinity, "c": -Infinity}}', True),
+    ('{"singer_state": {"big": 1e999, "small": -1e999}}', True),
+    ('{"singer_state": {"k": 1, "k": 2}}', True),
+    ('{"singer_state": {"lone": "\\ud800", "pair": "\\ud83d\\ude00"}}', True),
+    ('{"singer_state": {"n": ' + "1" * 4000 + '}}', True),
+    ('{"singer_state": {"f": ' + "1." + "0" * 5000 + '1}}', True),
+    ('{"singer_state": ' + "[" * 200 + "]" * 200 + '}', True),
+    ('{"singer_state": ' + '{"a":' * 200 + "0" + "}" * 200 + '}', True),
+    ('  \n\t{"singer_state": {}}\n\n  ', True),
+    ('{"singer_state": {"' + "k" * 100_000 + '": "' + "v" * 100_000 + '"}}', True),
+    ('{"singer_state": {"nul": "\\u0000", "esc": "\\"\\\\\\/\\b\\f\\n\\r\\t"}}', True),
+    ('\ufeff{"singer_state": {}}', False),
+    ('{"singer_state": {}} trailing', False),
+    ('{"singer_state": {}}{"singer_state": {}}', False),
+    ('{"singer_state": {/* comment */}}', False),
+    ("{'singer_state': {}}", False),
+    ('{"singer_state": {"a": 1,}}', False),
+    ('{"singer_state": {"a": 01}}', False),
+    ('{"singer_state": {"a": .5}}', False),
+    ('{"singer_state": {"a": +1}}', False),
+    ('{"singer_state": {"a": 0x10}}', False),
+    ('{"singer_state": {"a": "unterminated}}', False),
+    ('{"singer_state": {"a": "raw\ttab"}}', False),
+    ('{"singer_state": {"a": "bad \\x escape"}}', False),
+    ('{"singer_state": {"a": "\\u12"}}', False),
+    ('{"singer_state": {"a": nan}}', False),
+    ('{"singer_state": {"a": true false}}', False),
+    ('{"singer_state": ', False),
+    ('', False),
+    ('   ', False),
+    ('null', False),  # (JSON, not an object)
+    ('"singer_state"', False),
+    ('{"singer_state": {"deep": ' + "[" * 100_001 + "]" * 100_001 + '}}', False),
+]
+
+
+def t_hostile_json(s):
+    """`state set` from standard input, every JSON text from HOSTILE_JSON, plus malformed UTF-8."""
+    texts = [(t.encode("utf-8", "surrogatepass"), ok) for t, ok in HOSTILE_JSON]
+    texts += [(b'{"singer_state": {"a": "\xff\xfe"}}', False), (b'{"singer_state": {"a": "\xed\xa0\x80"}}', False),
+              (b'{"singer_state": {"a": "\xc0\xaf"}}', False), (b'{"singer_state": {"a": "x\x00y"}}', False),
+              (b'{"singer_state": {}}\x00', False)]
+    inputs = []
+    for n, (text, python_reads) in enumerate(texts):
+        def one(text=text, python_reads=python_reads, sid=f"hostile:json:{n}"):
+            try:
+                reads = isinstance(json.loads(text.decode("utf-8")), dict)
+            except (ValueError, RecursionError):
+                reads = False
+            check(reads == python_reads, f"the test's own table: Python {'reads' if reads else 'refuses'} it")
+            s.set(sid, '{"singer_state": {"before": 1}}')
+            r = sane(s.run("state", "set", sid, "--input-file", "-", "--force", input=text), f"set {text[:60]!r}")
+            got = expect(s.run("state", "get", sid), EXIT_OK, "get after")
+            if python_reads:
+                check(r.rc == EXIT_OK, f"Python reads it, the tool refused it: {r!r}")
+                check(json.dumps(json.loads(got.out)) == json.dumps(json.loads(text.decode("utf-8"))),
+                      f"stored as read: {got.out[:200]!r}")
+            else:
+                check(r.rc == EXIT_INVALID, f"Python refuses it; the tool: {r!r}")
+                check(got.out == b'{"singer_state":{"before":1}}\n', f"the stored state is untouched: {got!r}")
+        inputs.append((f"JSON {text[:40]!r}", one))
+    failed = hostile_all(inputs)
+    check(failed == 0, f"{failed} hostile JSON texts failed (see above)")
+
+
+def t_hostile_patterns(s):
+    """`state list --pattern`: wildcards up to the bound and past it, huge and malformed patterns."""
+    s.clear_all()
+    s.set("pat:a", '{"singer_state": {}}')
+    # (at most 64 `?`: each costs a pass over every id; runs of `*` cost nothing more)
+    cases_ = [("?" * 64, EXIT_OK), ("?" * 65, EXIT_INVALID), ("*" * 64, EXIT_OK), ("*" * 10_000, EXIT_OK),
+              ("*a" * 50_000, EXIT_OK), ("pat:" + "a" * 100_000, EXIT_OK), ("pat:\x01*", EXIT_OK),
+              ("pat:\xff*", EXIT_OK), ("[a-z]*", EXIT_OK), ("\\", EXIT_OK), ("%", EXIT_OK), ("_", EXIT_OK)]
+    failed = 0
+    for pattern, rc in cases_:
+        def one(pattern=pattern, rc=rc):
+            arg = pattern.encode("utf-8", "surrogateescape") if "\xff" not in pattern else b"pat:\xff*"
+            r = sane(s.run("state", "list", "--null", "--pattern", arg), f"pattern {pattern[:40]!r}")
+            check(r.rc == rc, f"pattern {pattern[:40]!r}: expected {rc}: {r!r}")
+        failed += not hostile(f"pattern {pattern[:40]!r}", one)
+    check(failed == 0, f"{failed} hostile patterns failed (see above)")
+
+
 # ---- main --------------------------------------------------------------------------
 
 
@@ -725,12 +927,19 @@ def main():
         case("export server -> import chdb", t_export_import_roundtrip, server, chdb2)
         case("server: a signal ends the wait for a lock", t_lock_wait_interrupted, server)
         case("chdb: folder in use by another process", t_embedded_busy, chdb)
+        case("hostile environment", t_hostile_environment, binary, work)
+        # (on the server: on chDB each of the tool's runs starts the engine, about a second)
+        case("server: hostile ids", t_hostile_ids, server)
+        case("server: hostile JSON", t_hostile_json, server)
+        case("server: hostile patterns", t_hostile_patterns, server)
         for s in (server, server2):
             s.run("state", "clear", "--all", "--force")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"cli: cases={cases} failures={failures}")
-    return 1 if failures else 0
+    if hostile_cases:
+        print(f"hostile-input: cases={hostile_cases} failures={hostile_failures}")
+    return 1 if failures or hostile_failures else 0
 
 
 if __name__ == "__main__":
