@@ -116,9 +116,13 @@ public:
     op<> execute(statement s, const result_sink& sink, diagnostics& diag,
                  cancellation c = cancellation::honour);
 
-    op<> execute(statement s, diagnostics& diag, cancellation c = cancellation::honour) {
-        return execute(std::move(s), ignore_reply(), diag, c);
-    }
+    /// Sends `s`, a statement without output (INSERT, DDL, ALTER): its
+    /// reply holds nothing, and one holding more than
+    /// max_reply_without_output bytes is a protocol_error (a write's, as
+    /// any lost reply, outcome_unknown), its rest not read — a server
+    /// could send it for ever.
+    op<> execute(statement s, diagnostics& diag, cancellation c = cancellation::honour);
+    static constexpr std::size_t max_reply_without_output = 64 * 1024;
 
     /// Sends `s` and reads its JSONEachRow rows, keeping at most
     /// limits.max_operation_bytes of reply.
@@ -204,11 +208,6 @@ public:
     }
 
 private:
-    static const result_sink& ignore_reply() {
-        static const result_sink sink = [](std::string_view) { return error_code{}; };
-        return sink;
-    }
-
     /// How long a read refused by a replica still fetching a quorum part
     /// (289) is sent again.
     static constexpr duration replica_catch_up{1000};

@@ -22,6 +22,22 @@ CHSTATE_DECL op<> session::execute(statement s, const result_sink& sink, diagnos
     co_return std::tuple{ec};
 }
 
+CHSTATE_DECL op<> session::execute(statement s, diagnostics& diag, cancellation c) {
+    const std::string name = s.name;
+    std::size_t seen = 0;
+    auto [ec] = co_await execute(
+        std::move(s),
+        [&](std::string_view chunk) {
+            if ((seen += chunk.size()) <= max_reply_without_output)
+                return error_code{};
+            return fail(diag, errc::protocol_error,
+                        "the reply to " + name + ", a statement without output, holds more than " +
+                            std::to_string(max_reply_without_output) + " bytes (not read further)");
+        },
+        diag, c);
+    co_return std::tuple{ec};
+}
+
 CHSTATE_DECL op<std::vector<json::object>> session::rows(statement s, diagnostics& diag, cancellation c) {
     std::vector<json::object> out;
     row_reader reader(options_.limits.max_row_bytes);

@@ -133,7 +133,15 @@ public:
     /// the reply: the connection is then in an unknown state.
     error_code take(std::string_view bytes) {
         if (!ok_) {
-            error_text_.append(bytes.substr(0, error_text_limit - std::min(error_text_.size(), error_text_limit)));
+            const std::size_t room = error_text_limit - std::min(error_text_.size(), error_text_limit);
+            error_text_.append(bytes.substr(0, room));
+            if (bytes.size() > room) {
+                // A message longer than anything ClickHouse writes: the
+                // rest is not read (a server could send it for ever); the
+                // error is the one the kept start of it names.
+                error_text_cut_ = true;
+                return make_error_code(errc::reply_too_large);
+            }
             return {};
         }
         const std::string_view ready = tail_.put(bytes);
@@ -147,10 +155,13 @@ public:
     bool delivered() const noexcept { return delivered_; }
     held_back_tail& tail() noexcept { return tail_; }
     const std::string& error_text() const noexcept { return error_text_; }
+    /// An error reply's body ran past the 64 KiB kept of it (not read further).
+    bool error_text_cut() const noexcept { return error_text_cut_; }
 
 private:
     static constexpr std::size_t error_text_limit = 64 * 1024;
     bool ok_;
+    bool error_text_cut_ = false;
     bool delivered_ = false;
     held_back_tail tail_;
     std::string error_text_;
@@ -225,12 +236,13 @@ CHSTATE_DECL asio::awaitable<exchange_result> exchange(connection_stream& stream
     }
 
     reply_body body(ok, status_final, sink);
-    if (!co_await read_body(stream, c, st, parser, body, r, diag))
+    const bool complete = co_await read_body(stream, c, st, parser, body, r, diag);
+    if (!complete && !body.error_text_cut())
         co_return r;
 
-    // Keep-alive bookkeeping.
-    r.reusable = head.keep_alive();
-    if (auto ka = head.find(http::field::keep_alive); ka != head.end()) {
+    // Keep-alive bookkeeping (an error reply left unread: the connection goes).
+    r.reusable = complete && head.keep_alive();
+    if (auto ka = head.find(http::field::keep_alive); complete && ka != head.end()) {
         if (auto t = keep_alive_timeout(ka->value()))
             c.keep_alive = *t;
     }
@@ -245,6 +257,8 @@ CHSTATE_DECL asio::awaitable<exchange_result> exchange(connection_stream& stream
         r.ec = error_reply_code(head.result_int(), reply);
         r.not_parsed = not_parsed(head.result_int(), reply);
         diag.message = std::move(reply.message);
+        if (body.error_text_cut())
+            diag.message += " (the reply's body ran past 64 KiB and was not read further)";
         co_return r;
     }
     const auto end = body.tail().finish();
