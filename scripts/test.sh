@@ -117,13 +117,14 @@ custom)
 full | quick)
   # Processes at once, each the critical path of nothing the others need:
   # the `embedded` suite (chDB's and the test's own CPU) beside the others.
-  # Full: two more — the `server` suite (it mostly waits on the server: its
-  # mutations, restarts and timeouts), and the server's fidelity case (it
+  # Full: three more — the `server` suite (it mostly waits on the server:
+  # its mutations, restarts and timeouts); the server's fidelity case (it
   # waits on a second server of its own, since the server suite stops and
   # kills the first) followed by the CPU-bound unit, simulated and json
-  # suites (measured, 2 processes: the server suite and those suites in one
-  # took 682 s beside embedded's 484 s; the server suite alone 557 s, its
-  # fidelity case 179 s of that). Quick: unit, json, simulated beside
+  # suites; and the endless-reply series (tests/endless_replies.ipp, about
+  # two minutes of waiting on that second server). Measured, 2 processes:
+  # the server suite and those suites in one took 682 s beside embedded's
+  # 484 s; the server suite alone 557 s, its fidelity case 179 s of that. Quick: unit, json, simulated beside
   # embedded. Their logs are kept apart and printed whole, in turn; the
   # lines below add them up.
   if [[ $mode == quick ]]; then
@@ -138,8 +139,11 @@ full | quick)
     second_server_dir=$(mktemp -d /tmp/chstate-server2.XXXXXX)
     bash scripts/clickhouse-server.sh start "$second_server_dir"
     # One group per process; a group's doctest runs, separated by `;`, run in turn.
-    groups=("-ts=server -tce=fidelity:*"
-            "CHSTATE_TEST_SERVER_DIR=$second_server_dir -ts=server -tc=fidelity:*;-ts=unit,json,simulated")
+    # (doctest's `?` stands for the spaces a group's words cannot hold)
+    endless='hostile-input:?every?statement*'
+    groups=("-ts=server -tce=fidelity:*,$endless"
+            "CHSTATE_TEST_SERVER_DIR=$second_server_dir -ts=server -tc=fidelity:*;-ts=unit,json,simulated"
+            "CHSTATE_TEST_SERVER_DIR=$second_server_dir -ts=server -tc=$endless")
     embedded=(-ts=embedded -tse=cluster)
   fi
   # run_group N "RUNS": each run's doctest options (an optional leading

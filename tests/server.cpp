@@ -34,6 +34,9 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,6 +75,7 @@ TEST_SUITE("server") {
 #include "lossless_cases.ipp"
 #include "large_values_cases.ipp"
 #include "hostile_input_cases.ipp"
+#include "endless_replies.ipp"
 }
 } // namespace server_contract
 #undef CHSTATE_CONTRACT_FIXTURES
@@ -935,7 +939,16 @@ int chstate_lock_stress_child(int argc, char** argv) {
         int fd = ::open(argv[4], O_WRONLY | O_APPEND | O_CREAT, 0644);
         if (fd < 0)
             return 3;
-        http_transport t(threads().get_executor(), server_options());
+        // A pooled connection is reused only within half a second of its
+        // last reply (18.16 closes it after 3 s idle): under TSan, beside
+        // 7 more such processes on 2 cores, a request once took over the
+        // default margin's second to reach the server after leaving the
+        // pool, found the connection closed, and its write ended in
+        // outcome_unknown (a CI run). Exclusion is under test here, not
+        // the keep-alive edge (the http: cases test that).
+        auto ho = server_options();
+        ho.idle_close_margin = 2500ms;
+        http_transport t(threads().get_executor(), ho);
         basic_state_store<http_transport> store(t, so);
         for (int r = 0; r < rounds; ++r) {
             auto lease = store.acquire_lock("contended");
