@@ -258,7 +258,7 @@ CHSTATE_DECL asio::awaitable<exchange_result> exchange(connection_stream& stream
         r.not_parsed = not_parsed(head.result_int(), reply);
         diag.message = std::move(reply.message);
         if (body.error_text_cut())
-            diag.message += " (the reply's body ran past 64 KiB and was not read further)";
+            diag.message += " (rest unread)"; // (a body past 64 KiB: not read further)
         co_return r;
     }
     const auto end = body.tail().finish();
