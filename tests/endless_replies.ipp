@@ -237,16 +237,8 @@ private:
     std::thread thread_;
 };
 
-/// Peak resident set since the last reset (Linux), in bytes.
-inline std::size_t peak_rss() {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.starts_with("VmHWM:"))
-            return std::stoull(line.substr(6)) * 1024;
-    return 0;
-}
-inline void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+using chstate::test::peak_rss; // (tests/support.hpp)
+using chstate::test::reset_peak_rss;
 
 inline json::object value_of(long v) { return json::object{{"v", v}}; }
 inline std::optional<long> v_of(const std::optional<state>& s) {

@@ -53,6 +53,17 @@ inline lock_options fast_locks() {
     return o;
 }
 
+/// Peak resident set since the last reset_peak_rss(), in bytes (Linux).
+inline std::size_t peak_rss() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.starts_with("VmHWM:"))
+            return std::stoull(line.substr(6)) * 1024;
+    return 0;
+}
+inline void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
 /// Raises `target` to at least `value`.
 template <class T>
 void atomic_max(std::atomic<T>& target, T value) {

@@ -191,16 +191,8 @@ scripted_server endless_server(std::string trigger, const std::string& head_of_b
          false});
 }
 
-/// Peak resident set since the last reset_peak_rss(), in bytes (Linux).
-std::size_t peak_rss() {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.starts_with("VmHWM:"))
-            return std::stoull(line.substr(6)) * 1024;
-    return 0;
-}
-void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+using chstate::test::peak_rss; // (tests/support.hpp)
+using chstate::test::reset_peak_rss;
 
 // The bound on peak RSS growth the limits tests assert. Under AddressSanitizer
 // freed memory waits in a quarantine (256 MiB by default) and every byte has
