@@ -194,21 +194,8 @@ scripted_server endless_server(std::string trigger, const std::string& head_of_b
 using chstate::test::peak_rss; // (tests/support.hpp)
 using chstate::test::reset_peak_rss;
 
-// The bound on peak RSS growth the limits tests assert. Under AddressSanitizer
-// freed memory waits in a quarantine (256 MiB by default) and every byte has
-// shadow, so RSS there says little: the bound is looser, and says so.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CHSTATE_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CHSTATE_TEST_ASAN 1
-#endif
-#endif
-#ifdef CHSTATE_TEST_ASAN
-constexpr std::size_t rss_bound = std::size_t(512) << 20;
-#else
-constexpr std::size_t rss_bound = std::size_t(64) << 20;
-#endif
+using chstate::test::peak_rss_bound;
+constexpr std::size_t rss_bound = peak_rss_bound;
 
 struct hostile_outcome {
     error_code ec;
