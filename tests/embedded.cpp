@@ -10,6 +10,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <optional>
+
+#include <unistd.h>
 
 namespace embedded_tests {
 
@@ -74,6 +77,68 @@ TEST_CASE("destroy-inflight: a store destroyed with operations in flight calls e
     CHECK(typed.lost_handlers == 0);
     CHECK(typed.called_twice == 0);
     CHECK(typed.operations >= 300);
+}
+
+TEST_CASE("embedded: this process's standard input is never read, whatever it holds") {
+    // chDB runs SQL through ClickHouse's client code, which takes standard
+    // input as more rows of an INSERT that carries rows inline: with data
+    // waiting there every such INSERT failed (code 48, async_insert on) or
+    // would have read it as state. Every write here runs with a pipe full of
+    // rows as standard input; each must land as written, and every byte of
+    // the pipe must still be there for the program that owns it.
+    // (The engine is opened before standard input is swapped, as a program
+    // opens it once: chDB set up under one standard input and shut down
+    // under another fails its own exit.)
+    store_options o;
+    o.schema = test::unique_schema("stdin");
+    o.lock = test::fast_locks();
+    embedded_state_store store(chdb_transport(embedded_tests::shared_engine()), o);
+    store.ensure_schema();
+    int pipe_fds[2];
+    REQUIRE(::pipe(pipe_fds) == 0);
+    const std::string waiting = "('stdin-row')\nstdin-row\t\\N\t\\N\n{\"stdin\": true}\n";
+    REQUIRE(::write(pipe_fds[1], waiting.data(), waiting.size()) == static_cast<ssize_t>(waiting.size()));
+    ::close(pipe_fds[1]);
+    const int saved_stdin = ::dup(0);
+    REQUIRE(saved_stdin >= 0);
+    REQUIRE(::dup2(pipe_fds[0], 0) == 0);
+    const int reader = pipe_fds[0]; // the same pipe, read below
+    struct restore {
+        int saved;
+        ~restore() {
+            ::dup2(saved, 0);
+            ::close(saved);
+        }
+    };
+    std::optional<restore> restore_stdin(restore{saved_stdin});
+
+    // Every write shape: the seed's VALUES, set_all's rows, the versioned
+    // and fenced SELECTs, the strict lock's grant events, merge and copy.
+    store.set(state{"one", object{{"p", 1}}, {}});
+    std::vector<state> batch;
+    for (int i = 0; i < 3; ++i)
+        batch.push_back(state{"b" + std::to_string(i), {}, object{{"c", i}}});
+    store.set_all(batch);
+    store.update(state{"one", object{{"q", 2}}, {}});
+    {
+        auto lease = store.acquire_lock("one");
+        CHECK(lease.token() != 0); // the strict protocol: grant events inserted
+        store.set(lease, state{"one", object{{"r", 3}}, {}});
+    }
+    store.merge("one", "merged");
+    store.copy("b1", "copied");
+    CHECK(store.get("one")->to_json_text() == R"({"completed": {}, "partial": {"r": 3}})");
+    CHECK(store.get("b2")->to_json_text() == R"({"completed": {"c": 2}, "partial": {}})");
+    CHECK(store.get("copied")->to_json_text() == R"({"completed": {"c": 1}, "partial": {}})");
+    CHECK(store.state_ids().size() == 6);
+
+    restore_stdin.reset(); // standard input back; what the pipe still holds:
+    std::string left;
+    char buf[256];
+    for (ssize_t n; (n = ::read(reader, buf, sizeof buf)) > 0;)
+        left.append(buf, static_cast<std::size_t>(n));
+    ::close(reader);
+    CHECK(left == waiting);
 }
 
 TEST_CASE("embedded: strict lock torture, 8 threads on separate stores, real clock") {

@@ -202,20 +202,26 @@ struct parameter_table {
     std::string row;       ///< one TabSeparated row, '\n'-terminated
 };
 
+/// A one-row `INSERT … VALUES (…)` as `INSERT … SELECT …` (the same row:
+/// placeholders and expressions only); nullopt for any other text.
+inline std::optional<std::string> values_as_select(std::string_view sql) {
+    if (!sql.starts_with("INSERT ") || !sql.ends_with(")"))
+        return std::nullopt;
+    const auto at = sql.rfind(" VALUES (");
+    if (at == std::string_view::npos)
+        return std::nullopt;
+    return std::string(sql.substr(0, at)) + " SELECT " + std::string(sql.substr(at + 9, sql.size() - at - 10));
+}
+
 /// A one-row `INSERT … VALUES (…)` becomes `INSERT … SELECT …`: VALUES
 /// takes no subqueries.
 inline error_code bind_parameters_as_table(const statement& stmt, std::string_view table, parameter_table& out,
                                            diagnostics& diag) {
     out = {};
-    std::string values_as_select;
     std::string_view sql = stmt.sql;
-    if (sql.starts_with("INSERT ") && sql.ends_with(")")) {
-        if (auto at = sql.rfind(" VALUES ("); at != std::string_view::npos) {
-            values_as_select = std::string(sql.substr(0, at)) + " SELECT " +
-                               std::string(sql.substr(at + 9, sql.size() - at - 10));
-            sql = values_as_select;
-        }
-    }
+    const auto as_select = values_as_select(sql);
+    if (as_select)
+        sql = *as_select;
     auto subquery = [&](const parameter& p) -> error_code {
         out.sql += "(SELECT ";
         out.sql += p.name;
@@ -237,6 +243,65 @@ inline error_code bind_parameters_as_table(const statement& stmt, std::string_vi
         out.row += escape_parameter_value(p);
     }
     out.row += '\n';
+    return {};
+}
+
+/// The name of the parameter that carries an INSERT's rows on the embedded
+/// engine (sql_without_inline_data).
+inline constexpr std::string_view inline_rows_parameter = "chstate_rows";
+
+/// The statement with no data after its text, for chDB. chDB runs SQL through
+/// ClickHouse's client code, which treats the host process's standard input
+/// as more rows for an INSERT that carries its data inline (`VALUES …`, or
+/// `FORMAT …` followed by rows): with async_insert on (chDB 26.5's default)
+/// such an INSERT fails with code 48 whenever standard input has data, and
+/// with it off the INSERT reads standard input as rows — a host program's
+/// own input taken as state. An INSERT … SELECT never reads it. So:
+///  - one-row `INSERT … VALUES (…)` becomes `INSERT … SELECT …`;
+///  - `INSERT INTO t (c, …) FORMAT TabSeparated` with rows becomes
+///    `INSERT INTO t (c, …) SELECT * FROM format(TabSeparated,
+///    'c Nullable(String), …', {chstate_rows:String})`: each field read
+///    as text, then cast to its column as an INSERT … SELECT casts
+///    (\N stays NULL);
+///  - anything else with data is refused (errc::unsupported) rather than
+///    run with the host's standard input as part of it.
+/// `sql` is the text to run; when `stmt.data` is not empty, the caller binds
+/// it as the String parameter inline_rows_parameter (the statement itself is
+/// not copied: its values can be megabytes).
+inline error_code sql_without_inline_data(const statement& stmt, std::string& sql_out, diagnostics& diag) {
+    if (!stmt.data.empty()) {
+        constexpr std::string_view tail = ") FORMAT TabSeparated";
+        const std::string_view sql = stmt.sql;
+        const auto open = sql.find(" (");
+        if (!sql.starts_with("INSERT INTO ") || !sql.ends_with(tail) || open == std::string_view::npos) {
+            diag.message = "the embedded engine cannot take an INSERT's rows after its text (it would read this "
+                           "process's standard input as more rows): only INSERT INTO t (columns) FORMAT "
+                           "TabSeparated is rewritten; statement " + stmt.name;
+            return make_error_code(errc::unsupported);
+        }
+        const std::string_view columns = sql.substr(open + 2, sql.size() - tail.size() - open - 2);
+        std::string structure;
+        for (std::size_t from = 0; from <= columns.size();) {
+            auto comma = columns.find(',', from);
+            if (comma == std::string_view::npos)
+                comma = columns.size();
+            std::string_view name = columns.substr(from, comma - from);
+            while (!name.empty() && name.front() == ' ')
+                name.remove_prefix(1);
+            while (!name.empty() && name.back() == ' ')
+                name.remove_suffix(1);
+            if (!structure.empty())
+                structure += ", ";
+            structure += std::string(name) + " Nullable(String)";
+            from = comma + 1;
+        }
+        sql_out = std::string(sql.substr(0, sql.size() - std::string_view(" FORMAT TabSeparated").size())) +
+                  " SELECT * FROM format(TabSeparated, " + quote_string(structure) + ", {" +
+                  std::string(inline_rows_parameter) + ":String})";
+        return {};
+    }
+    auto as_select = values_as_select(stmt.sql);
+    sql_out = as_select ? std::move(*as_select) : stmt.sql;
     return {};
 }
 

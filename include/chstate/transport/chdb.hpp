@@ -364,26 +364,33 @@ private:
     }
 
     error_code run_on(api::connection conn, const statement& stmt, const result_sink& sink, diagnostics& diag) {
-        std::string text = stmt.sql;
-        if (!stmt.data.empty()) {
-            text += '\n';
-            text += stmt.data;
-        }
+        // No rows after the text, ever: chDB would read this process's
+        // standard input as more of them (detail::sql_without_inline_data).
+        std::string text;
+        if (auto ec = detail::sql_without_inline_data(stmt, text, diag))
+            return ec;
         const std::string format = stmt.format.empty() ? "TabSeparated" : stmt.format;
         std::vector<std::string> values;
         std::vector<const char*> names_p, values_p;
         std::vector<std::size_t> names_n, values_n;
-        values.reserve(stmt.parameters.size());
+        values.reserve(stmt.parameters.size() + 1);
         for (const auto& p : stmt.parameters) {
             values.push_back(detail::escape_parameter_value(p));
             names_p.push_back(p.name.data());
             names_n.push_back(p.name.size());
         }
+        if (!stmt.data.empty()) {
+            std::string& rows = values.emplace_back();
+            rows.reserve(stmt.data.size());
+            detail::append_escaped(rows, stmt.data, '\0' /* as escape_parameter_value */);
+            names_p.push_back(detail::inline_rows_parameter.data());
+            names_n.push_back(detail::inline_rows_parameter.size());
+        }
         for (const auto& v : values) {
             values_p.push_back(v.data());
             values_n.push_back(v.size());
         }
-        const std::size_t n = stmt.parameters.size();
+        const std::size_t n = names_p.size();
 
         if (!stmt.streamed_reply) {
             api::result* r = api_.query_with_params_n(conn, text.data(), text.size(), format.data(), format.size(),

@@ -132,7 +132,7 @@ CHSTATE_DECL op<state> stored_source(session& s, const std::string& src, diagnos
     if (ec)
         co_return std::tuple{ec, state{}};
     if (!found)
-        co_return std::tuple{fail(diag, errc::state_not_found, "no state stored for \"" + src + "\""), state{}};
+        co_return std::tuple{fail(diag, errc::state_not_found, "no state stored for \"" + shown(src) + "\""), state{}};
     co_return std::tuple{error_code{}, std::move(*found)};
 }
 
