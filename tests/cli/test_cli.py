@@ -14,8 +14,10 @@ missing binary or server is a failure, never a skip.
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -843,6 +845,113 @@ def t_hostile_patterns(s):
 # ---- main --------------------------------------------------------------------------
 
 
+class EndlessRowsFront:
+    """A TCP front for the test server: relays every byte both ways, except
+    that it answers get_all's statement (its text holds max_block_size) itself,
+    with well-formed RowBinary rows that never end — what a hostile proxy or
+    a broken server could send."""
+
+    def __init__(self, host, port):
+        self.upstream = (host, int(port))
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self):
+        self.sock.close()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def _varint(n):
+        out = bytearray()
+        while True:
+            b = n & 0x7F
+            n >>= 7
+            if not n:
+                out.append(b)
+                return bytes(out)
+            out.append(b | 0x80)
+
+    def _endless(self, c):
+        # (id String, partial_state Nullable(String): NULL, completed_state Nullable(String))
+        state = b'{"singer_state": {"x": "' + b"v" * 200 + b'"}}'
+        rows = b"".join(self._varint(15) + b"endless:%07d" % i + b"\x01\x00" + self._varint(len(state)) + state
+                        for i in range(4000))
+        block = b"%x\r\n" % len(rows) + rows + b"\r\n"
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        while True:
+            c.sendall(block)
+
+    def _serve(self, c):
+        u = socket.create_connection(self.upstream)
+
+        def back():
+            try:
+                while True:
+                    b = u.recv(65536)
+                    if not b:
+                        return
+                    c.sendall(b)
+            except OSError:
+                pass
+
+        threading.Thread(target=back, daemon=True).start()
+        tail = b""
+        try:
+            while True:
+                b = c.recv(65536)
+                if not b:
+                    return
+                if b"max_block_size" in tail + b:
+                    u.close()
+                    self._endless(c)
+                    return
+                tail = b[-32:]
+                u.sendall(b)
+        except OSError:
+            pass
+        finally:
+            c.close()
+            u.close()
+
+
+def t_export_endless(binary, work, srv, schema):
+    """export from a server whose get_all reply never ends: it stops at the
+    size `state import` reads (1 GiB), says so, writes nothing, and holds at
+    most about that much memory (under a 4 GiB address-space cap, which the
+    old export, keeping every state, ran into with std::bad_alloc)."""
+    front = EndlessRowsFront(srv["CHSTATE_TEST_HTTP_HOST"], srv["CHSTATE_TEST_HTTP_PORT"])
+    try:
+        env = base_env()
+        user = urllib.parse.quote(srv["CHSTATE_TEST_HTTP_USER"], safe="")
+        env["MELTANO_STATE_BACKEND_URI"] = f"clickhouse://{user}@127.0.0.1:{front.port}/default?schema={schema}"
+        env["MELTANO_STATE_BACKEND_CLICKHOUSE_PASSWORD"] = srv["password"]
+        out = os.path.join(work, "endless-export.json")
+        cap = 4 << 30
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+        p = subprocess.run([binary, "state", "export", "--output", out], capture_output=True, env=env,
+                           timeout=600, preexec_fn=limit)
+        r = Result(p.returncode, p.stdout, p.stderr)
+        expect(r, EXIT_FAILURE, "export of an endless reply")
+        check("bytes `state import` reads" in r.errtext() and "nothing was exported" in r.errtext(),
+              f"the message says why: {r!r}")
+        check(not os.path.exists(out), "no file written")
+    finally:
+        front.close()
+
+
 def server_settings(server_dir):
     envfile = os.path.join(server_dir, "env")
     if not os.path.exists(envfile):
@@ -932,6 +1041,7 @@ def main():
         case("server: hostile ids", t_hostile_ids, server)
         case("server: hostile JSON", t_hostile_json, server)
         case("server: hostile patterns", t_hostile_patterns, server)
+        case("server: export of a reply that never ends", t_export_endless, binary, work, srv, schema)
         for s in (server, server2):
             s.run("state", "clear", "--all", "--force")
     finally:

@@ -22,6 +22,7 @@
 #include <future>
 #include <iostream>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include <unistd.h>
@@ -439,49 +440,64 @@ int cmd_export(context& c) {
                                                   "; nothing was exported (rename them with chstate state move)");
 
     cli::progress bar("export", ids.size(), c.show_progress(ids.size()));
+    // {"<id>":{"completed":{…},"partial":{…}},…} as Python writes
+    // json.dumps(states, separators=(",", ":")) — Meltano's export — built
+    // as the states arrive, and never past what `state import` reads back:
+    // a server that streams rows without end (or a store too large to import
+    // again) ends the export with a message, not with all memory taken.
     std::mutex m;
-    std::vector<chstate::state> states;
+    std::string doc = "{";
     std::vector<std::string> unreadable;
-    std::uint64_t n = 0;
-    c.store.get_all(
-        [&](chstate::state&& s) {
-            std::lock_guard lk(m);
-            states.push_back(std::move(s));
-            bar.update(++n);
-        },
-        [&](chstate::unreadable_state&& u) {
+    std::string refused; // why the document stopped taking states
+    std::uint64_t n = 0, exported = 0;
+    const auto add = [&](chstate::state&& s) {
+        std::lock_guard lk(m);
+        bar.update(++n);
+        if (!refused.empty())
+            return;
+        std::string key;
+        chstate::error_code ec;
+        std::string why;
+        chstate::serialize_json(chstate::value(s.state_id), key, ec, why);
+        if (ec) {
+            refused = "state id " + cli::quoted(s.state_id) + " cannot be a JSON key: " + why;
+            throw std::runtime_error(refused); // ends get_all now (reported below)
+        }
+        const std::string body = cli::compact_json(s.to_json_text());
+        if (doc.size() + 1 + key.size() + 1 + body.size() + 2 > cli::max_import_input_bytes) {
+            refused = "the export would exceed the " + std::to_string(cli::max_import_input_bytes) +
+                      " bytes `state import` reads (after " + std::to_string(exported) + " state(s))";
+            throw std::runtime_error(refused); // ends get_all now (reported below)
+        }
+        if (exported++)
+            doc += ',';
+        doc += key;
+        doc += ':';
+        doc += body;
+    };
+    try {
+        c.store.get_all(add, [&](chstate::unreadable_state&& u) {
             std::lock_guard lk(m);
             unreadable.push_back(u.reason);
         });
+    } catch (const chstate::error&) {
+        if (refused.empty())
+            throw;
+        // (the refusal above stopped the stream)
+    }
+    if (!refused.empty())
+        throw cli::failure(cli::exit_failure, refused + "; nothing was exported");
     if (!unreadable.empty())
         throw cli::failure(cli::exit_server, std::to_string(unreadable.size()) +
                                                  " stored state(s) cannot be read; nothing was exported. First: " +
                                                  unreadable.front());
     bar.finish();
-
-    // {"<id>":{"completed":{…},"partial":{…}},…} as Python writes
-    // json.dumps(states, separators=(",", ":")) — Meltano's export.
-    std::string doc = "{";
-    for (const auto& s : states) {
-        if (doc.size() > 1)
-            doc += ',';
-        std::string key;
-        chstate::error_code ec;
-        std::string why;
-        chstate::serialize_json(chstate::value(s.state_id), key, ec, why);
-        if (ec)
-            throw cli::failure(cli::exit_failure, "state id " + cli::quoted(s.state_id) + " cannot be a JSON key: " +
-                                                      why + "; nothing was exported");
-        doc += key;
-        doc += ':';
-        doc += cli::compact_json(s.to_json_text());
-    }
     doc += "}\n";
     if (auto out = c.inv.value("output"))
         cli::write_file_atomically(*out, doc);
     else
         cli::write_stdout(doc);
-    c.note("exported " + std::to_string(states.size()) + " state(s)");
+    c.note("exported " + std::to_string(exported) + " state(s)");
     return cli::exit_ok;
 }
 
