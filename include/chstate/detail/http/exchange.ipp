@@ -187,7 +187,8 @@ CHSTATE_DECL asio::awaitable<bool> read_body(connection_stream& stream, http_con
             r.ec = fail_or_interrupt(st, make_error_code(framing ? errc::protocol_error : errc::truncated_response),
                                      diag,
                                      framing ? "the reply's chunk framing holds more than 64 KiB that is not data"
-                                             : "the reply ended early: " + rec.message());
+                                     : rec   ? "the reply ended early: " + rec.message()
+                                             : std::string("the reply's body was still arriving"));
             co_return false;
         }
         const std::size_t got = buf.size() - parser.get().body().size;
