@@ -195,7 +195,6 @@ using chstate::test::peak_rss; // (tests/support.hpp)
 using chstate::test::reset_peak_rss;
 
 using chstate::test::peak_rss_bound;
-constexpr std::size_t rss_bound = peak_rss_bound;
 
 struct hostile_outcome {
     error_code ec;
@@ -243,7 +242,7 @@ TEST_CASE("limits: endless ids from a hostile server stop at max_operation_bytes
     INFO(r.message);
     CHECK(r.ec == errc::reply_too_large);
     CHECK(contains(r.message, "max_operation_bytes"));
-    CHECK(r.rss_growth < rss_bound);
+    CHECK(r.rss_growth < peak_rss_bound);
     // (reply_too_large, not timeout: it stopped at the byte bound, not at the 60 s request timeout)
     MESSAGE("endless ids: stopped after " << r.seconds << " s, peak RSS +" << (r.rss_growth >> 20) << " MiB");
 }
@@ -264,7 +263,7 @@ TEST_CASE("limits: a row declaring 10 GB fails at once, before its bytes are rea
     CHECK(r.ec == errc::reply_too_large);
     CHECK(contains(r.message, "10000000000 bytes"));
     CHECK(contains(r.message, "max_row_bytes"));
-    CHECK(r.rss_growth < rss_bound);
+    CHECK(r.rss_growth < peak_rss_bound);
 }
 
 TEST_CASE("limits: endless rows to get are refused at the second row; to get_all, memory stays flat until the timeout") {
@@ -305,7 +304,7 @@ TEST_CASE("limits: endless rows to get are refused at the second row; to get_all
     // again, VmHWM can read below `before` (an unsigned wrap failed a CI run).
     const std::size_t after = peak_rss();
     const std::size_t growth = after > before ? after - before : 0;
-    CHECK(growth < rss_bound);
+    CHECK(growth < peak_rss_bound);
     MESSAGE("get_all of an endless reply: " << seen << " states visited in 3 s, peak RSS +" << (growth >> 20)
                                             << " MiB");
 }
@@ -320,7 +319,7 @@ TEST_CASE("limits: a bookkeeping reply with no newline stops at max_row_bytes") 
     INFO(r.message);
     CHECK(r.ec == errc::reply_too_large);
     CHECK(contains(r.message, "max_row_bytes"));
-    CHECK(r.rss_growth < rss_bound);
+    CHECK(r.rss_growth < peak_rss_bound);
 }
 
 TEST_CASE("limits: a version() reply that never ends is refused") {
@@ -548,7 +547,7 @@ TEST_CASE("hostile servers: every reply no ClickHouse sends is a typed error: ne
         CHECK(std::any_of(sc.expected.begin(), sc.expected.end(), [&](errc e) { return r.ec == e; }));
         CHECK(server.triggered() >= 1);
         CHECK(r.seconds < 10);
-        CHECK(r.rss_growth < rss_bound);
+        CHECK(r.rss_growth < peak_rss_bound);
         CHECK(r.message.size() < 2100); // the server's text is cut at 2000 bytes (trim_message), then the code is named
         // No control character but the line breaks and tabs of ClickHouse's own exception text (kept whole).
         CHECK(std::none_of(r.message.begin(), r.message.end(), [](char ch) {
