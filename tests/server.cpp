@@ -10,6 +10,7 @@
 // so (never skips).
 #include "contract.hpp"
 #include "destroy_inflight.hpp"
+#include "move_race.hpp"
 #include "refusals_18_16.hpp"
 #include "support.hpp"
 
@@ -979,6 +980,25 @@ int chstate_lock_stress_child(int argc, char** argv) {
 
 TEST_SUITE("server") {
 using namespace server_tests;
+
+TEST_CASE("move-race: a move while others update() its source loses no confirmed update (server, seed-compatible lock)") {
+    // (tests/move_race.hpp) 18.16 has only the seed-compatible lock, which
+    // is exclusive only while every rival's check→insert gap is shorter than
+    // the settle time (README): one updater against the mover, and a settle
+    // a busy machine keeps to, so what is measured is the move.
+    store_options o;
+    o.schema = test::unique_schema("move_race");
+    o.lock = test::fast_locks();
+    o.lock.settle = std::chrono::milliseconds(250);
+    o.lock.timeout = std::chrono::minutes(2); // a hang guard: who waits how long is not under test
+    const int rounds = 5;
+    const auto r = test::move_race([] { return http_transport(threads().get_executor(), server_options()); }, o,
+                                   rounds, /*updaters=*/1, /*before=*/5, /*after=*/5);
+    test::print_move_race("[server, seed_compatible]", r);
+    CHECK_MESSAGE(r.lost == 0, "the first lost: " << r.first_lost);
+    CHECK(r.rounds == rounds);
+    CHECK(r.confirmed >= 10L * rounds);
+}
 
 TEST_CASE("lock stress: 8 processes race acquire_lock on one id against the real server; no increment is lost") {
     require_server();

@@ -8,6 +8,7 @@
 #include "contract.hpp"
 #include "refusals_18_16.hpp"
 #include "simulator_self_check.hpp"
+#include "move_race.hpp"
 #include "support.hpp"
 
 #include <chstate/testing/simulated.hpp>
@@ -1431,6 +1432,30 @@ TEST_CASE("versions: set, set_all and update stay in write order while the serve
     // Versions increase strictly, one per write of "job".
     auto versions = sql(*server, "SELECT updated_at FROM skewed.state WHERE state_id = 'job' ORDER BY updated_at");
     CHECK(std::count(versions.begin(), versions.end(), '\n') == 1); // merged: one row left
+}
+
+TEST_CASE("move-race on the simulation: a move while others update() its source loses no confirmed update") {
+    auto server = simulated_clickhouse::create();
+    for (const auto mode : {lock_mode::strict, lock_mode::seed_compatible}) {
+        store_options o;
+        o.schema = test::unique_schema("simmove");
+        o.lock = test::fast_locks();
+        o.lock.retry_interval = std::chrono::milliseconds(1);
+        o.lock.mode = mode;
+        o.lock.timeout = std::chrono::minutes(2); // a hang guard
+        // (seed-compatible: one updater, as on the real engines — its
+        // lock's own races are the explorer's to show)
+        const bool strict = mode == lock_mode::strict;
+        const int rounds = strict ? 20 : 5, updaters = strict ? 2 : 1, each_side = strict ? 10 : 5;
+        if (!strict)
+            o.lock.settle = std::chrono::milliseconds(250);
+        const auto r = test::move_race([&] { return simulated_transport(server, pool_executor()); }, o, rounds,
+                                       updaters, each_side, each_side);
+        test::print_move_race(mode == lock_mode::strict ? "[simulated, strict]" : "[simulated, seed_compatible]", r);
+        CHECK_MESSAGE(r.lost == 0, "the first lost: " << r.first_lost);
+        CHECK(r.rounds == rounds);
+        CHECK(r.confirmed >= 2L * each_side * rounds);
+    }
 }
 
 TEST_CASE("lock torture on the simulation: K writers x M read-modify-writes under strict leases") {

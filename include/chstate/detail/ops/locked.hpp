@@ -1,5 +1,6 @@
 // chstate/detail/ops/locked.hpp — the operations that take the lock:
-// update, clear, merge and move (via clear), and set(lease, s).
+// update, clear, merge (via update), move (src locked across its read and
+// delete), and set(lease, s).
 //
 // update(s): under the lock for s.state_id — when s is not complete and a
 // state is stored, s.partial_state is deep-merged onto the stored partial
@@ -84,6 +85,9 @@ struct nothing {};
 /// Deletes `id`'s state under its lock (strict: fenced, then confirmed).
 CHSTATE_DECL op<> clear(session& s, std::string id, diagnostics& diag);
 
+/// clear's work under `held`, the lock of `id` (renewed first when due).
+CHSTATE_DECL op<> clear_under(session& s, const std::string& id, held_lock& held, diagnostics& diag);
+
 /// copy, move and merge onto the source itself would change or lose it.
 inline error_code check_distinct(const std::string& src, const std::string& dst, const char* what,
                                  diagnostics& diag) {
@@ -100,7 +104,9 @@ CHSTATE_DECL op<state> stored_source(session& s, const std::string& src, diagnos
 /// What copy does after writing the destination.
 enum class then { keep_source, clear_source };
 
-/// dst := src (both parts); `after` == clear_source: move.
+/// dst := src (both parts); `after` == clear_source: move, which holds
+/// src's lock from before its read until its delete (copy reads src once
+/// and takes no lock: it changes only dst, which it does not read).
 CHSTATE_DECL op<> copy(session& s, std::string src, std::string dst, then after, diagnostics& diag);
 
 /// update(dst, partial = src's merged view).
