@@ -7,6 +7,7 @@
 #include <chstate/detail/lock/held.hpp>
 #include <chstate/detail/http/request.hpp>
 #include <chstate/detail/rows.hpp>
+#include <chstate/detail/schema.hpp>
 #include <chstate/detail/server_error.hpp>
 #include <chstate/detail/statements.hpp>
 #include <chstate/transport/http.hpp>
@@ -39,6 +40,7 @@ TEST_SUITE("unit") {
 #include "unit/detail/statements.ipp"
 #include "unit/detail/sha256.ipp"
 #include "unit/detail/dialect.ipp"
+#include "unit/detail/schema.ipp"
 #include "unit/detail/server_error.ipp"
 #include "unit/detail/rows.ipp"
 #include "unit/config.ipp"

@@ -42,6 +42,9 @@ struct server_features {
     bool dedup_token = true;
     /// INTERVAL n MILLISECOND on DateTime64 (≥ 22.4): monotonic versions.
     bool subsecond_intervals = true;
+    /// The query setting deduplicate_insert_select (≥ 25.12): an INSERT …
+    /// SELECT is deduplicated only where the server proves it can be.
+    bool deduplicate_insert_select = true;
 
     static server_features from_version(std::string_view version) {
         server_features f;
@@ -61,6 +64,7 @@ struct server_features {
         f.ttl = at_least(19, 6);
         f.dedup_token = at_least(22, 2);
         f.subsecond_intervals = at_least(22, 4);
+        f.deduplicate_insert_select = at_least(25, 12);
         return f;
     }
 };

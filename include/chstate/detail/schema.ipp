@@ -95,6 +95,47 @@ CHSTATE_DECL op<> create_schema(session& s, const resolved& r, diagnostics& diag
     co_return std::tuple{error_code{}};
 }
 
+CHSTATE_DECL op<> check_grant_deduplication(session& s, const resolved& r, diagnostics& diag) {
+    const statements& sql = r.sql;
+    const std::string& table = sql.tables().grant;
+    auto [ec, found] = co_await s.rows(sql.select_grant_engine(), diag);
+    if (ec)
+        co_return std::tuple{ec};
+    const auto engine = found.empty() ? std::nullopt : string_field(found.front(), "engine");
+    const auto engine_full = found.empty() ? std::nullopt : string_field(found.front(), "engine_full");
+    if (!engine || !engine_full)
+        co_return std::tuple{fail(diag, errc::protocol_error,
+                                  "the strict lock's grant table " + table + " is not in system.tables")};
+    const bool replicated = engine->starts_with("Replicated");
+    const std::string window_name =
+        replicated ? "replicated_deduplication_window" : "non_replicated_deduplication_window";
+    const std::string fix = "ALTER TABLE " + table + (sql.replicated().enabled() ? " ON CLUSTER " + quote_identifier(sql.replicated().cluster) : "") +
+                            " MODIFY SETTING " + window_name + " = 10000";
+    const std::string why = "; without it two clients can be granted the same token and both write";
+    if (!engine->ends_with("MergeTree"))
+        co_return std::tuple{fail(diag, errc::invalid_configuration,
+                                  "the strict lock's grant table " + table + " has engine " + *engine +
+                                      ", which does not deduplicate inserts" + why +
+                                      " (drop it: chstate creates a MergeTree with deduplication when absent)")};
+    auto window = engine_setting(*engine_full, window_name);
+    std::string source = "as the table states it";
+    if (!window) {
+        auto [sec, setting] = co_await s.rows(statements::select_merge_tree_setting(window_name), diag);
+        if (sec)
+            co_return std::tuple{sec};
+        if (!setting.empty())
+            window = uint_field(setting.front(), "value");
+        source = "the server's MergeTree default; the table does not state it";
+    }
+    if (!window || *window < min_grant_deduplication_window)
+        co_return std::tuple{fail(diag, errc::invalid_configuration,
+                                  "the strict lock's grant table " + table + " does not deduplicate inserts: " +
+                                      window_name + " = " + (window ? std::to_string(*window) : "unknown") + " (" +
+                                      source + "), at least " + std::to_string(min_grant_deduplication_window) +
+                                      " is needed" + why + ". Fix: " + fix)};
+    co_return std::tuple{error_code{}};
+}
+
 CHSTATE_DECL op<> ready(session& s, diagnostics& diag) {
     if (s.known())
         co_return std::tuple{error_code{}};
@@ -130,6 +171,9 @@ CHSTATE_DECL op<> ready(session& s, diagnostics& diag) {
     // without the cluster's quorum settings, which are for reads and writes.
     if (auto [dec] = co_await create_schema(s, *r, diag); dec)
         co_return std::tuple{dec};
+    if (r->lock == lock_protocol::strict)
+        if (auto [gec] = co_await check_grant_deduplication(s, *r, diag); gec)
+            co_return std::tuple{gec};
     s.settle(std::move(r));
     co_return std::tuple{error_code{}};
 }

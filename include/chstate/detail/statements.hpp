@@ -70,6 +70,27 @@ public:
                 .name = "cluster.count_replicas"};
     }
 
+    /// The grant table's engine as the server shows it (strict lock: its
+    /// deduplication is checked, schema.hpp).
+    statement select_grant_engine() const {
+        return {.sql = "SELECT engine, engine_full FROM system.tables WHERE database = {database:String} AND "
+                       "name = {table:String}",
+                .parameters = {string_param("database", t_.schema_name), string_param("table", t_.grant_name)},
+                .format = "JSONEachRow",
+                .idempotent = true,
+                .name = "schema.grant_engine"};
+    }
+
+    /// A MergeTree setting's server-wide value (what a table that does not
+    /// state it has).
+    static statement select_merge_tree_setting(std::string_view name) {
+        return {.sql = "SELECT value FROM system.merge_tree_settings WHERE name = {name:String}",
+                .parameters = {string_param("name", std::string(name))},
+                .format = "JSONEachRow",
+                .idempotent = true,
+                .name = "schema.merge_tree_setting"};
+    }
+
     /// Cluster mode: how many of `names` (unquoted) the connected replica has.
     statement count_existing_tables(const std::vector<std::string>& names) const {
         return {.sql = "SELECT count() AS n FROM system.tables WHERE database = {database:String} AND name IN "
@@ -370,7 +391,9 @@ public:
     statement insert_grant_event(std::string_view id, std::uint64_t token, std::string_view lock_id, grant_event kind,
                                  std::uint64_t expires_ms, std::string_view dedup) const {
         return {.sql = "INSERT INTO " + t_.grant + " (state_id, token, lock_id, kind, expires_ms) SETTINGS" +
-                       " insert_deduplication_token = " + quote_string(dedup) +
+                       " insert_deduplication_token = " + quote_string(dedup) + ", insert_deduplicate = 1" +
+                       // (chDB runs VALUES as INSERT … SELECT: chdb_transport)
+                       (f_.deduplicate_insert_select ? ", deduplicate_insert_select = 'force_enable'" : "") +
                        " VALUES ({state_id:String}, {token:UInt64}, {lock_id:String}, {kind:String}, "
                        "{expires_ms:UInt64})",
                 .parameters = event_parameters(id, token, lock_id, kind, expires_ms),
@@ -499,9 +522,15 @@ private:
     }
 
     /// `INSERT INTO grant … SETTINGS insert_deduplication_token = … SELECT <the event's values>`.
+    /// A grant event written by INSERT … SELECT (its WHERE the condition).
+    /// Deduplication is what makes a grant atomic, so it is asked for, not
+    /// assumed: `insert_deduplicate = 1` whatever the user's profile says,
+    /// and where the server decides per INSERT … SELECT whether it can
+    /// deduplicate, `force_enable` (it fails rather than write undeduplicated).
     std::string grant_select(std::string_view dedup) const {
         return "INSERT INTO " + t_.grant + " (state_id, token, lock_id, kind, expires_ms) SETTINGS" +
-               " insert_deduplication_token = " + quote_string(dedup) +
+               " insert_deduplication_token = " + quote_string(dedup) + ", insert_deduplicate = 1" +
+               (f_.deduplicate_insert_select ? ", deduplicate_insert_select = 'force_enable'" : "") +
                " SELECT {state_id:String}, {token:UInt64}, {lock_id:String}, {kind:String}, {expires_ms:UInt64}";
     }
 
@@ -528,10 +557,15 @@ private:
     /// lock_id, not by token. One read of the id's events (one scalar
     /// subquery of aggregates, not one per test: each subquery reads every
     /// part of the table again).
+    /// No other lease's grant may sit at that token: deduplication keeps
+    /// one grant per token, and should a second ever land (a table whose
+    /// deduplication failed) neither holder passes — none writes, rather
+    /// than two.
     std::string fence_condition(const std::string& id_test, const std::string& holder) const {
         const std::string held = "maxIf(token, kind = 'grant' AND lock_id = " + holder + ")";
         return " (SELECT max(token) = " + held + " AND " + held + " > 0 AND countIf(kind = 'release' AND lock_id = " +
-               holder + ") = 0 FROM " + t_.grant + " WHERE " + id_test + ") = 1";
+               holder + ") = 0 AND maxIf(token, kind = 'grant' AND lock_id != " + holder + ") < " + held + " FROM " +
+               t_.grant + " WHERE " + id_test + ") = 1";
     }
 
     /// " ON CLUSTER `name`" in cluster mode, else nothing.

@@ -38,10 +38,12 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
     const std::string lease_id = "8a0c7e1e-0000-4000-8000-000000000001";
     auto f = mono.insert_state("id", "{}", std::nullopt, 0, lease_id);
     // One read of the grant events: a scalar subquery of aggregates.
+    // No other lease's grant at that token (two there: neither writes).
     CHECK(f.sql.find(" WHERE (SELECT max(token) = maxIf(token, kind = 'grant' AND lock_id = {lock_id:String}) AND "
                      "maxIf(token, kind = 'grant' AND lock_id = {lock_id:String}) > 0 AND countIf(kind = 'release' AND "
-                     "lock_id = {lock_id:String}) = 0 FROM `meltano`.`state_grant` WHERE state_id = {state_id:String}) "
-                     "= 1") != std::string::npos);
+                     "lock_id = {lock_id:String}) = 0 AND maxIf(token, kind = 'grant' AND lock_id != {lock_id:String}) "
+                     "< maxIf(token, kind = 'grant' AND lock_id = {lock_id:String}) FROM `meltano`.`state_grant` "
+                     "WHERE state_id = {state_id:String}) = 1") != std::string::npos);
     CHECK(f.parameters.back().name == "lock_id");
     CHECK(f.parameters.back().value == lease_id);
     CHECK(f.name == "state.insert_fenced");
@@ -50,10 +52,12 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
     // lease's own UUID as a quoted literal.
     const std::string id_test = "SHA256(state_id) = unhex('" + detail::sha256_hex("id") + "')";
     const std::string holder = "lock_id = '" + lease_id + "'";
+    const std::string other = "lock_id != '" + lease_id + "'";
     CHECK(fd.sql == "DELETE FROM `meltano`.`state` WHERE " + id_test + " AND (SELECT max(token) = maxIf(token, kind = "
                     "'grant' AND " + holder + ") AND maxIf(token, kind = 'grant' AND " + holder + ") > 0 AND "
-                    "countIf(kind = 'release' AND " + holder + ") = 0 FROM `meltano`.`state_grant` WHERE " + id_test +
-                    ") = 1");
+                    "countIf(kind = 'release' AND " + holder + ") = 0 AND maxIf(token, kind = 'grant' AND " + other +
+                    ") < maxIf(token, kind = 'grant' AND " + holder + ") FROM `meltano`.`state_grant` WHERE " +
+                    id_test + ") = 1");
     CHECK(fd.parameters.empty());
     // fenced under the seed's versions: the same condition on an INSERT … SELECT.
     auto fs = seed.insert_state("id", "{}", std::nullopt, 0, lease_id);

@@ -17,7 +17,7 @@ CHSTATE_DECL op<std::string> grant_lost_reason(session& s, const held_lock& h, b
     else if (latest->released)
         why = "it was released";
     else if (check_expiry && latest->expires_ms < s.now_ms())
-        why = "the lease expired";
+        why = lease_expired_reason(s);
     co_return std::tuple{error_code{}, std::move(why)};
 }
 
@@ -55,7 +55,7 @@ CHSTATE_DECL op<held_lock> renew_grant(session& s, held_lock h, diagnostics& dia
     // granted the id meanwhile, so whatever ran under it since was not
     // protected — the caller must hear of it.
     if (h.expires_ms != 0 && s.now_ms() >= h.expires_ms)
-        co_return std::tuple{fail(diag, errc::lock_lost, lock_lost_message(h, "the lease expired")), h};
+        co_return std::tuple{fail(diag, errc::lock_lost, lock_lost_message(h, lease_expired_reason(s))), h};
     for (int attempt = 0; attempt < 4; ++attempt) {
         const bool stop = co_await cancelled();
         if (stop)

@@ -43,6 +43,13 @@ inline std::uint64_t lease_ttl_ms(const session& s) {
         std::chrono::duration_cast<std::chrono::milliseconds>(s.options().lock.lease_ttl).count());
 }
 
+/// Why a lease that lapsed is gone, naming the setting: work slower than
+/// lock.lease_ttl between renewals cannot keep its lock.
+inline std::string lease_expired_reason(const session& s) {
+    return "the lease expired: more than lock.lease_ttl (" + std::to_string(lease_ttl_ms(s)) +
+           " ms) passed without a renewal; work that takes longer needs a longer lease_ttl or a heartbeat";
+}
+
 /// The grace a takeover waits past a grant's expiry: the clocks of the
 /// processes sharing a lock may differ by up to clock_skew.
 inline std::uint64_t skew_ms(const session& s) {

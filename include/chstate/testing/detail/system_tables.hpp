@@ -5,6 +5,7 @@
 //   system.mutations (database, table, is_done)
 //   system.clusters  (cluster, shard_num, replica_num, host_name, is_local): cluster mode
 //   system.settings  (name, value): insert_quorum_parallel only, cluster mode
+//   system.merge_tree_settings (name, value): the deduplication windows' defaults
 #pragma once
 
 #include <chstate/testing/detail/state.hpp>
@@ -16,7 +17,7 @@ namespace chstate::detail::sim {
 
 inline bool is_system_table(const std::string& name) {
     return name == "system.tables" || name == "system.columns" || name == "system.mutations" ||
-           name == "system.clusters" || name == "system.settings";
+           name == "system.clusters" || name == "system.settings" || name == "system.merge_tree_settings";
 }
 
 /// Fills `scratch` with the columns of system table `name` and `rows` with
@@ -42,6 +43,11 @@ inline void read_system_table(server_state& s, const std::string& name, table& s
         col("value", "String");
         if (!s.cluster.empty())
             rows.push_back({text("insert_quorum_parallel"), text(s.quorum_parallel_default ? "1" : "0")});
+    } else if (name == "system.merge_tree_settings") { // the defaults a table gets when it states none
+        col("name", "String");
+        col("value", "String");
+        rows.push_back({text("non_replicated_deduplication_window"), text("0")});
+        rows.push_back({text("replicated_deduplication_window"), text("1000")});
     } else if (name == "system.mutations") {
         col("database", "String");
         col("table", "String");
