@@ -16,8 +16,10 @@
 //   chdb:///absolute/dir      chdb:relative/dir
 //       The embedded engine (chDB), storing its data in that folder so
 //       state survives restarts. chdb://dir/… (a URI authority) is refused:
-//       it would silently mean the folder /…, not dir/….
-//   Both accept ?schema=NAME&table=NAME (defaults meltano, state).
+//       it would silently mean the folder /…, not dir/…; so is chdb:///
+//       (chDB would write its databases straight into /).
+//   Both accept ?schema=NAME&table=NAME (defaults meltano, state), and
+//   refuse a '#' fragment (no setting reads it; %23 in a value).
 //   clickhouse:// also ?ca_file=/path/ca.pem (percent-encoded): the PEM CA
 //   bundle secure connections trust, instead of the system's default paths;
 //   refused unless the connection is secure (secure=true or https://).

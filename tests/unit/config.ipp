@@ -296,6 +296,25 @@ TEST_CASE("config: chdb://dir/… (a URI authority) is refused, saying what to w
     CHECK(config::from_uri("chdb:/absolute/dir").embedded_path == "/absolute/dir");
 }
 
+TEST_CASE("config: chdb:/// (the root folder) and a '#' fragment are refused") {
+    for (const char* root : {"chdb:///", "chdb:/", "chdb:////"}) {
+        CAPTURE(std::string(root));
+        auto r = parse_uri(root);
+        CHECK(r.ec == errc::invalid_configuration);
+        CHECK(contains(r.message, "root folder"));
+    }
+    for (const char* uri : {"chdb:///var/lib/state#x", "clickhouse://u:p@host:8123/default#secretfrag",
+                            "clickhouse://u:p@host/db?schema=s#"}) {
+        CAPTURE(std::string(uri));
+        auto r = parse_uri(uri);
+        CHECK(r.ec == errc::invalid_configuration);
+        CHECK(contains(r.message, "fragment"));
+        CHECK_FALSE(contains(r.message, "secretfrag"));
+    }
+    // A '#' inside a password with an '@' after it keeps its own message.
+    CHECK(contains(parse_uri("clickhouse://u:p#w@host/db").message, "percent-encode"));
+}
+
 TEST_CASE("config: an invalid port is reported as written") {
     CHECK(parse_uri("clickhouse://u:p@host:abc/db").message ==
           "clickhouse URI has an invalid port \"abc\" (expected 1–65535)");

@@ -37,6 +37,11 @@ CHSTATE_DECL config from_single_uri(std::string_view uri, error_code& ec, diagno
         return fail("not a valid URI (expected clickhouse://user:password@host:port/database or chdb:///path)");
     boost::urls::url_view u = *parsed;
     std::string scheme(u.scheme());
+    // A '#' ends what any setting reads: the rest would be dropped unseen.
+    // (Its text is not shown: it may be a password's tail.)
+    if (u.has_fragment() && uri.substr(authority_end(uri)).find('@') == std::string_view::npos)
+        return fail("the URI has a '#' fragment, which no setting reads: percent-encode '#' (%23) where it is part "
+                    "of a value");
     std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char ch) { return std::tolower(ch); });
     if (scheme == "chdb") {
         c.engine = engine_kind::embedded;
@@ -55,6 +60,11 @@ CHSTATE_DECL config from_single_uri(std::string_view uri, error_code& ec, diagno
         c.embedded_path = u.path();
         if (c.embedded_path.empty())
             return fail("chdb URI needs a data folder, e.g. chdb:///var/lib/pipeline-state");
+        // chDB keeps its databases, metadata and temporary files directly in
+        // the folder: the root (chdb:///) would fill / with them.
+        if (c.embedded_path.find_first_not_of('/') == std::string::npos)
+            return fail("chdb URI names the root folder /, where chDB would write its databases and metadata "
+                        "directly: name a folder of its own, e.g. chdb:///var/lib/pipeline-state");
     } else if (scheme == "clickhouse" || scheme == "http" || scheme == "https") {
         c.engine = engine_kind::http;
         c.secure = scheme == "https";
