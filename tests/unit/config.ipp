@@ -311,6 +311,12 @@ TEST_CASE("config: chdb:/// (the root folder) and a '#' fragment are refused") {
         CHECK(contains(r.message, "fragment"));
         CHECK_FALSE(contains(r.message, "secretfrag"));
     }
+    // The path is one database name: more segments are refused, a trailing
+    // '/' forgiven, an encoded '/' part of the name.
+    CHECK(contains(parse_uri("clickhouse://u:p@host/default/extra").message, "more than a database name"));
+    CHECK(config::from_uri("clickhouse://u:p@host/db/").database == "db");
+    CHECK(config::from_uri("clickhouse://u:p@host/a%2Fb").database == "a/b");
+    CHECK(parse_uri("clickhouse://u:p@host//").ec == errc::invalid_configuration);
     // A '#' inside a password with an '@' after it keeps its own message.
     CHECK(contains(parse_uri("clickhouse://u:p#w@host/db").message, "percent-encode"));
 }

@@ -115,6 +115,19 @@ CHSTATE_DECL config from_single_uri(std::string_view uri, error_code& ec, diagno
         std::string path = u.path();
         while (!path.empty() && path.front() == '/')
             path.erase(path.begin());
+        // One path segment, the database (a trailing '/' is forgiven); a
+        // '/' inside it is part of the name only when percent-encoded.
+        std::string_view encoded = u.encoded_path();
+        while (!encoded.empty() && encoded.front() == '/')
+            encoded.remove_prefix(1);
+        while (!encoded.empty() && encoded.back() == '/') {
+            encoded.remove_suffix(1);
+            path.pop_back();
+        }
+        if (encoded.find('/') != std::string_view::npos)
+            return fail("clickhouse URI path holds more than a database name (\"" + printable(std::string(encoded), 200) +
+                        "\"): expected clickhouse://user:password@host:port/database; percent-encode '/' (%2F) "
+                        "where it is part of the name");
         if (path.empty())
             return fail("clickhouse URI has no database (expected clickhouse://user:password@host:port/database)");
         c.database = path;
