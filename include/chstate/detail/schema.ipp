@@ -109,8 +109,10 @@ CHSTATE_DECL op<> check_grant_deduplication(session& s, const resolved& r, diagn
     const bool replicated = engine->starts_with("Replicated");
     const std::string window_name =
         replicated ? "replicated_deduplication_window" : "non_replicated_deduplication_window";
-    const std::string fix = "ALTER TABLE " + table + (sql.replicated().enabled() ? " ON CLUSTER " + quote_identifier(sql.replicated().cluster) : "") +
-                            " MODIFY SETTING " + window_name + " = 10000";
+    const std::string fix = "ALTER TABLE " + table +
+                            (sql.replicated().enabled() ? " ON CLUSTER " + quote_identifier(sql.replicated().cluster) : "") +
+                            " MODIFY SETTING " + window_name + " = " +
+                            std::to_string(statements::grant_deduplication_window);
     const std::string why = "; without it two clients can be granted the same token and both write";
     if (!engine->ends_with("MergeTree"))
         co_return std::tuple{fail(diag, errc::invalid_configuration,

@@ -129,6 +129,13 @@ public:
                    "schema.create_lock_table");
     }
 
+    /// The grant table's deduplication window, as chstate creates it.
+    static constexpr std::uint64_t grant_deduplication_window = 10000;
+    /// The MergeTree setting that holds it here (replicated in cluster mode).
+    std::string grant_window_setting() const {
+        return r_.enabled() ? "replicated_deduplication_window" : "non_replicated_deduplication_window";
+    }
+
     /// One row per event, never collapsed (plain MergeTree); every INSERT
     /// carries an insert_deduplication_token naming its event, so of rival
     /// grants of one (state_id, token) exactly one row is kept: the
@@ -139,8 +146,7 @@ public:
         return ddl("CREATE TABLE IF NOT EXISTS " + t_.grant + on_cluster() +
                        " (state_id String, token UInt64, lock_id String, kind String, expires_ms UInt64)"
                        " ENGINE = " + engine("MergeTree", t_.grant_name, "") + " ORDER BY (state_id, token, kind)" +
-                       (r_.enabled() ? " SETTINGS replicated_deduplication_window = 10000"
-                                     : " SETTINGS non_replicated_deduplication_window = 10000"),
+                       " SETTINGS " + grant_window_setting() + " = " + std::to_string(grant_deduplication_window),
                    "schema.create_grant_table");
     }
 
@@ -390,10 +396,8 @@ public:
     /// quoted by quote_string, safe for any id).
     statement insert_grant_event(std::string_view id, std::uint64_t token, std::string_view lock_id, grant_event kind,
                                  std::uint64_t expires_ms, std::string_view dedup) const {
-        return {.sql = "INSERT INTO " + t_.grant + " (state_id, token, lock_id, kind, expires_ms) SETTINGS" +
-                       " insert_deduplication_token = " + quote_string(dedup) + ", insert_deduplicate = 1" +
-                       // (chDB runs VALUES as INSERT … SELECT: chdb_transport)
-                       (f_.deduplicate_insert_select ? ", deduplicate_insert_select = 'force_enable'" : "") +
+        // (chDB runs VALUES as INSERT … SELECT: chdb_transport; the same settings)
+        return {.sql = grant_insert_head(dedup) +
                        " VALUES ({state_id:String}, {token:UInt64}, {lock_id:String}, {kind:String}, "
                        "{expires_ms:UInt64})",
                 .parameters = event_parameters(id, token, lock_id, kind, expires_ms),
@@ -521,16 +525,20 @@ private:
         return t == table_kind::state ? t_.state_name : t == table_kind::lock ? t_.lock_name : t_.grant_name;
     }
 
-    /// `INSERT INTO grant … SETTINGS insert_deduplication_token = … SELECT <the event's values>`.
-    /// A grant event written by INSERT … SELECT (its WHERE the condition).
+    /// `INSERT INTO grant (…) SETTINGS …`, every grant event's start.
     /// Deduplication is what makes a grant atomic, so it is asked for, not
     /// assumed: `insert_deduplicate = 1` whatever the user's profile says,
     /// and where the server decides per INSERT … SELECT whether it can
     /// deduplicate, `force_enable` (it fails rather than write undeduplicated).
-    std::string grant_select(std::string_view dedup) const {
+    std::string grant_insert_head(std::string_view dedup) const {
         return "INSERT INTO " + t_.grant + " (state_id, token, lock_id, kind, expires_ms) SETTINGS" +
                " insert_deduplication_token = " + quote_string(dedup) + ", insert_deduplicate = 1" +
-               (f_.deduplicate_insert_select ? ", deduplicate_insert_select = 'force_enable'" : "") +
+               (f_.deduplicate_insert_select ? ", deduplicate_insert_select = 'force_enable'" : "");
+    }
+
+    /// A grant event written by INSERT … SELECT (its WHERE the condition).
+    std::string grant_select(std::string_view dedup) const {
+        return grant_insert_head(dedup) +
                " SELECT {state_id:String}, {token:UInt64}, {lock_id:String}, {kind:String}, {expires_ms:UInt64}";
     }
 

@@ -146,15 +146,17 @@ CHSTATE_DECL op<> copy(session& s, std::string src, std::string dst, then after,
         co_return std::tuple{ec};
     if (auto ec = check_distinct(src, dst, after == then::clear_source ? "move" : "copy", diag))
         co_return std::tuple{ec};
-    if (after == then::keep_source) {
-        // A copy changes only dst, which it does not read: src's state as
-        // one read saw it is the copy, whatever src's writers do after.
+    // src's state as one read saw it, written as dst.
+    auto copy_once = [&]() -> op<> {
         auto [ec, found] = co_await stored_source(s, src, diag);
         if (ec)
             co_return std::tuple{ec};
         found.state_id = dst;
         co_return co_await write_state(s, found, diag);
-    }
+    };
+    // A copy changes only dst, which it does not read: no lock.
+    if (after == then::keep_source)
+        co_return co_await copy_once();
     // A move reads src and then deletes it: src's lock is held from before
     // the read until after the delete, so a write to src confirmed in
     // between cannot be deleted unseen — an update() of src lands before
@@ -164,11 +166,7 @@ CHSTATE_DECL op<> copy(session& s, std::string src, std::string dst, then after,
     if (auto ec = check_id(src, diag))
         co_return std::tuple{ec};
     auto [ec, done] = co_await under_lock<nothing>(s, src, diag, [&](held_lock& held) -> op<nothing> {
-        auto [rec, found] = co_await stored_source(s, src, diag);
-        if (rec)
-            co_return std::tuple{rec, nothing{}};
-        found.state_id = dst;
-        if (auto [wec] = co_await write_state(s, found, diag); wec)
+        if (auto [wec] = co_await copy_once(); wec)
             co_return std::tuple{wec, nothing{}};
         auto [cec] = co_await clear_under(s, src, held, diag);
         co_return std::tuple{cec, nothing{}};
