@@ -2,10 +2,13 @@
 // protocol ready() chose, bounded by lock.timeout, and what the store owes
 // after a failure (orphans).
 //
-// lock.timeout bounds the whole acquire, statements in flight included:
-// the protocol runs against a wait on the store's Clock; when the wait
-// ends first the protocol is cancelled (its cleanup still runs) and the
-// acquire fails with errc::state_id_locked.
+// lock.timeout bounds the acquire's rounds: the protocol runs against a
+// wait on the store's Clock; when the wait ends first the protocol is
+// cancelled (its cleanup still runs) and the acquire fails with
+// errc::state_id_locked. The race waits for the protocol to end, so a
+// statement in flight (chDB cannot stop one) and the cleanup after it
+// still delay the return: up to one statement and one withdrawal past
+// lock.timeout (an open gap: docs/strict-lock.md, issue 27).
 #pragma once
 
 #include <chstate/detail/separate_compilation.hpp>
