@@ -252,6 +252,42 @@ TEST_CASE("config: a control character in an environment override is refused, na
     CHECK(contains(d.message, "password"));
 }
 
+TEST_CASE("config: an environment override set but empty is refused for USER and DATABASE, kept for PASSWORD") {
+    // The URI cannot name an empty user or database (from_uri refuses
+    // both); an empty override once slipped through and sent an empty
+    // X-ClickHouse-User.
+    for (const char* key : {"USER", "DATABASE"}) {
+        CAPTURE(key);
+        const std::string var = std::string("MELTANO_STATE_BACKEND_CLICKHOUSE_") + key;
+        for (const char* uri : {"clickhouse://u:p@h:8123/db", ""}) {
+            CAPTURE(uri);
+            std::map<std::string, std::string> env{{var, ""}};
+            if (*uri)
+                env["MELTANO_STATE_BACKEND_URI"] = uri;
+            else
+                env["MELTANO_STATE_BACKEND_CLICKHOUSE_HOST"] = "h";
+            error_code ec;
+            diagnostics d;
+            config::from_environment(lookup_in(env), ec, d);
+            CHECK(ec == errc::invalid_configuration);
+            CHECK(contains(d.message, var + " is set but empty"));
+        }
+    }
+    std::map<std::string, std::string> env{{"MELTANO_STATE_BACKEND_URI", "clickhouse://u:p@h:8123/db"},
+                                           {"MELTANO_STATE_BACKEND_CLICKHOUSE_PASSWORD", ""}};
+    error_code ec;
+    diagnostics d;
+    const config c = config::from_environment(lookup_in(env), ec, d);
+    CHECK_FALSE(ec);
+    CHECK(c.password.empty());
+    CHECK(c.user == "u");
+    // chdb: has no user or database: the variables are not read.
+    std::map<std::string, std::string> embedded{{"MELTANO_STATE_BACKEND_URI", "chdb:///tmp/x"},
+                                                {"MELTANO_STATE_BACKEND_CLICKHOUSE_USER", ""}};
+    config::from_environment(lookup_in(embedded), ec, d);
+    CHECK_FALSE(ec);
+}
+
 TEST_CASE("config: make_http_options refuses a hand-made config with a control character") {
     config c;
     c.password = "a\r\nX-Injected: 1";

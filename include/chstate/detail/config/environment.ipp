@@ -118,6 +118,14 @@ CHSTATE_DECL config config::from_environment(const environment_lookup& env, erro
     if (!take("DATABASE", c.database, false) || !take("USER", c.user, false) ||
         !take("PASSWORD", c.password, true))
         return c;
+    // Set but empty, for a clickhouse:// connection: its URI cannot name
+    // an empty user or database (from_uri refuses one), and neither can
+    // these. (An empty PASSWORD is a password; chdb: ignores all three.)
+    for (auto [key, field] : {std::pair{"USER", &c.user}, std::pair{"DATABASE", &c.database}})
+        if (c.engine == engine_kind::http && field->empty() && get(key))
+            return fail(prefix + key + " is set but empty: a ClickHouse connection names its " +
+                        (std::string_view(key) == "USER" ? "user" : "database") +
+                        " (unset the variable to keep the URI's, or the default \"default\")");
     if (auto v = get("SECURE"); v && !parse_bool(*v, c.secure))
         return fail(prefix + "SECURE must be true or false, not \"" + printable(*v, 40) + "\"");
     if (!take("CA_FILE", c.ca_file, false) || !take("SCHEMA", c.store.schema, false) ||
