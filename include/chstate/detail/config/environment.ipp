@@ -121,10 +121,9 @@ CHSTATE_DECL config config::from_environment(const environment_lookup& env, erro
     // Set but empty, for a clickhouse:// connection: its URI cannot name
     // an empty user or database (from_uri refuses one), and neither can
     // these. (An empty PASSWORD is a password; chdb: ignores all three.)
-    for (auto [key, field] : {std::pair{"USER", &c.user}, std::pair{"DATABASE", &c.database}})
+    for (auto [key, field, what] : {std::tuple{"USER", &c.user, "user"}, std::tuple{"DATABASE", &c.database, "database"}})
         if (c.engine == engine_kind::http && field->empty() && get(key))
-            return fail(prefix + key + " is set but empty: a ClickHouse connection names its " +
-                        (std::string_view(key) == "USER" ? "user" : "database") +
+            return fail(prefix + key + " is set but empty: a ClickHouse connection names its " + what +
                         " (unset the variable to keep the URI's, or the default \"default\")");
     if (auto v = get("SECURE"); v && !parse_bool(*v, c.secure))
         return fail(prefix + "SECURE must be true or false, not \"" + printable(*v, 40) + "\"");
