@@ -12,7 +12,9 @@
 //       one is; the first is also config::host/port, all are in
 //       config::endpoints. A ',' separates hosts only in the authority
 //       (never inside brackets; "%2C" is not a separator and no host name
-//       holds one).
+//       holds one). At most 32 endpoints: each is tried in turn when those
+//       before it fail, so more are refused (errc::invalid_configuration),
+//       here, in the HOST override and in http_options.
 //   chdb:///absolute/dir      chdb:relative/dir
 //       The embedded engine (chDB), storing its data in that folder so
 //       state survives restarts. chdb://dir/… (a URI authority) is refused:

@@ -659,3 +659,47 @@ TEST_CASE("config: IPv6 hosts are kept bare and printed in brackets") {
         CHECK(make_http_options(e).host == "::1");
     }
 }
+
+TEST_CASE("config: more than 32 endpoints are refused where they are named, in one short message") {
+    // Each endpoint is tried in turn when those before it fail: 20,000 host
+    // names made one failing operation spend hours on name lookups and its
+    // message name every host.
+    const auto hosts = [](std::size_t n) {
+        std::string out;
+        for (std::size_t i = 0; i < n; ++i)
+            out += (i ? ",h" : "h") + std::to_string(i) + ":8123";
+        return out;
+    };
+    auto ok = parse_uri("clickhouse://u:p@" + hosts(detail::max_endpoints) + "/db");
+    CHECK_FALSE(ok.ec);
+    for (const std::size_t n : {detail::max_endpoints + 1, std::size_t{20000}}) {
+        CAPTURE(n);
+        auto r = parse_uri("clickhouse://u:p@" + hosts(n) + "/db");
+        CHECK(r.ec == errc::invalid_configuration);
+        CHECK(contains(r.message, std::to_string(n) + " endpoints, at most 32"));
+        CHECK(r.message.size() < 200);
+        std::map<std::string, std::string> env{{"MELTANO_STATE_BACKEND_URI", "clickhouse://u:p@h:8123/db"},
+                                               {"MELTANO_STATE_BACKEND_CLICKHOUSE_HOST", hosts(n)}};
+        error_code ec;
+        diagnostics d;
+        config::from_environment(lookup_in(env), ec, d);
+        CHECK(ec == errc::invalid_configuration);
+        CHECK(contains(d.message, "MELTANO_STATE_BACKEND_CLICKHOUSE_HOST names " + std::to_string(n) + " endpoints"));
+        CHECK(d.message.size() < 200);
+    }
+    // Hand-made: a config, and the transport's own options.
+    config c;
+    c.user = "u";
+    c.endpoints.assign(detail::max_endpoints + 1, endpoint{"h", 8123});
+    error_code ec;
+    diagnostics d;
+    make_http_options(c, ec, d);
+    CHECK(ec == errc::invalid_configuration);
+    CHECK(contains(d.message, "33 endpoints"));
+    http_options o;
+    o.endpoints.assign(detail::max_endpoints + 1, endpoint{"h", 8123});
+    CHECK(detail::validate_http_options(o, d) == errc::invalid_configuration);
+    CHECK(contains(d.message, "http_options.endpoints names 33 endpoints"));
+    o.endpoints.resize(detail::max_endpoints);
+    CHECK_FALSE(detail::validate_http_options(o, d));
+}

@@ -65,6 +65,22 @@ inline error_code check_header_value_length(std::string_view what, std::size_t h
     return make_error_code(errc::invalid_configuration);
 }
 
+/// The most endpoints one store may name. Each is tried in turn when the
+/// ones before it fail (a name lookup and a connect apiece), so a list of
+/// thousands would make one failing operation take hours and its message
+/// name every host; a replicated cluster has a handful of replicas.
+inline constexpr std::size_t max_endpoints = 32;
+
+/// Refuses `count` endpoints when that is more than max_endpoints:
+/// errc::invalid_configuration naming `what` and both counts.
+inline error_code check_endpoint_count(std::string_view what, std::size_t count, diagnostics& diag) {
+    if (count <= max_endpoints)
+        return {};
+    diag.message = std::string(what) + " names " + std::to_string(count) + " endpoints, at most " +
+                   std::to_string(max_endpoints) + " (each is tried in turn when the ones before it fail)";
+    return make_error_code(errc::invalid_configuration);
+}
+
 /// A host is an IPv6 literal when it holds a ':' (a name or IPv4 address never does).
 inline bool is_ipv6_literal(std::string_view host) noexcept {
     return host.find(':') != std::string_view::npos;

@@ -54,6 +54,8 @@ CHSTATE_DECL config config::from_environment(const environment_lookup& env, erro
     std::vector<std::pair<endpoint, bool>> listed; // the endpoint, whether it gave its port
     if (hosts_value) {
         const auto items = split_hosts(*hosts_value);
+        if ((ec = detail::check_endpoint_count(prefix + "HOST", items.size(), diag)))
+            return c;
         for (std::size_t i = 0; i < items.size(); ++i) {
             std::string_view item = items[i];
             const std::string which = items.size() > 1 ? " (host " + std::to_string(i + 1) + " of " +

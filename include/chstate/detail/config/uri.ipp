@@ -218,6 +218,8 @@ CHSTATE_DECL config config::from_uri(std::string_view uri, error_code& ec, diagn
         if ((scheme == "clickhouse:" || scheme == "http:" || scheme == "https:") &&
             at != std::string_view::npos && split_hosts(auth.substr(at + 1)).size() > 1) {
             const auto pieces = split_hosts(auth.substr(at + 1));
+            if ((ec = detail::check_endpoint_count("clickhouse URI", pieces.size(), diag)))
+                return config{};
             const std::string head(uri.substr(0, start + 2 + at + 1)); // scheme://userinfo@
             const std::string tail(uri.substr(end));                 // /db?…
             config first;
@@ -273,6 +275,8 @@ CHSTATE_DECL error_code config::check_http_settings(const config& c, const setti
     if (auto ec = detail::check_no_control_characters(names.host, c.host, false, diag))
         return ec;
     if (auto ec = detail::check_header_value_length(names.host, detail::host_port(c.host, c.port).size(), diag))
+        return ec;
+    if (auto ec = detail::check_endpoint_count(names.host, c.endpoints.size(), diag))
         return ec;
     for (std::size_t i = 1; i < c.endpoints.size(); ++i) {
         const std::string name = std::string(names.host) + " (endpoint " + std::to_string(i + 1) + ")";

@@ -161,6 +161,8 @@ inline error_code validate_http_options(const http_options& o, diagnostics& diag
         diag.message = o.host.empty() ? "http_options.host is empty" : "http_options.port is 0 (expected 1–65535)";
         return make_error_code(errc::invalid_configuration);
     }
+    if (auto ec = check_endpoint_count("http_options.endpoints", o.endpoints.size(), diag))
+        return ec;
     for (std::size_t i = 1; i < o.endpoints.size(); ++i) {
         const std::string name = "http_options.endpoints[" + std::to_string(i) + "]";
         if (auto ec = check_no_control_characters(name + ".host", o.endpoints[i].host, false, diag))
