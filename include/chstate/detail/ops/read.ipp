@@ -51,14 +51,23 @@ CHSTATE_DECL op<std::vector<std::string>> state_ids(session& s, std::string glob
                              std::move(ids)};
     if (auto [ec] = co_await prepare(s, diag); ec)
         co_return std::tuple{ec, std::move(ids)};
-    std::size_t kept = 0;
+    std::size_t heap = 0;
     auto [ec] = co_await s.read_rows(
         s.sql().select_state_ids(glob), state_id_columns(),
         [&](std::span<const rb_field> row) {
             if (!glob_match(glob, row[0].bytes))
                 return error_code{}; // the server narrowed by prefix only
-            if ((kept += row[0].bytes.size() + sizeof(std::string)) > s.options().limits.max_operation_bytes)
-                return s.over_operation_limit(kept, diag);
+            // What the listing holds, not what crossed the wire: each id's
+            // heap block (none within std::string's own 15 bytes; else the
+            // bytes, the terminator and malloc's header, in 16-byte steps),
+            // and three std::string slots per id, since growing the vector
+            // holds its old array beside one twice as long. (Counting the
+            // wire bytes let 24-byte ids hold 449 MiB under a 256 MiB bound.)
+            const std::size_t n = row[0].bytes.size();
+            heap += n < 16 ? 0 : (n + 1 + 8 + 15) / 16 * 16;
+            if (const std::size_t held = heap + (ids.size() + 1) * 3 * sizeof(std::string);
+                held > s.options().limits.max_operation_bytes)
+                return s.over_operation_limit(held, diag);
             ids.emplace_back(row[0].bytes);
             return error_code{};
         },
