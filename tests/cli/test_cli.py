@@ -924,6 +924,38 @@ class EndlessRowsFront:
             u.close()
 
 
+def server_sql(srv, sql):
+    """One statement on the test server over HTTP, as a library user (or
+    another tool) could send it: what the CLI itself cannot write."""
+    import urllib.request
+    req = urllib.request.Request(f"http://{srv['CHSTATE_TEST_HTTP_HOST']}:{srv['CHSTATE_TEST_HTTP_PORT']}/",
+                                 data=sql.encode(), method="POST",
+                                 headers={"X-ClickHouse-User": srv["CHSTATE_TEST_HTTP_USER"],
+                                          "X-ClickHouse-Key": srv["password"]})
+    with urllib.request.urlopen(req, timeout=60) as reply:
+        return reply.read()
+
+
+def t_export_nul_id(s, srv, schema):
+    """An id holding a NUL byte (the library stores any bytes; no command
+    line can carry one): export refuses up front, writes nothing and says
+    why, since `state import` would refuse the document it wrote."""
+    s.clear_all()
+    s.set("plain", '{"singer_state": {}}')
+    server_sql(srv, f"INSERT INTO `{schema}`.state (state_id, partial_state, completed_state) "
+                    "VALUES ('nul\\0inside', NULL, '{\"singer_state\": {}}')")
+    r = expect(s.run("state", "list", "--null"), EXIT_FAILURE, "list --null with a NUL id")
+    check(r.out == b"plain\0", f"the other id is listed: {r!r}")
+    out = os.path.join(s.work, "nul-export.json")
+    r = expect(s.run("state", "export", "--output", out), EXIT_FAILURE, "export with a NUL id")
+    check(r.out == b"" and not os.path.exists(out), f"export wrote nothing: {r!r}")
+    check("1 state id(s) hold a NUL byte" in r.errtext() and "nothing was exported" in r.errtext(),
+          f"names the problem: {r!r}")
+    check(len(r.err) < 1000, f"one short message: {r!r}")
+    s.clear_all()
+    check(s.ids() == [], "clear --all removed it")
+
+
 def t_export_endless(binary, work, srv, schema):
     """export from a server whose get_all reply never ends: it stops at the
     size `state import` reads (1 GiB), says so, writes nothing, and holds at
@@ -1042,6 +1074,7 @@ def main():
         case("server: hostile JSON", t_hostile_json, server)
         case("server: hostile patterns", t_hostile_patterns, server)
         case("server: export of a reply that never ends", t_export_endless, binary, work, srv, schema)
+        case("server: export of an id holding a NUL byte", t_export_nul_id, server, srv, schema)
         for s in (server, server2):
             s.run("state", "clear", "--all", "--force")
     finally:

@@ -210,7 +210,8 @@ in state id order, on one line, every value exactly as stored (big integers,
 floats, NaN and Infinity, key order), so that import restores it byte for
 byte. Nothing is written when any state cannot be exported: a stored state
 that cannot be read (exit status 5), or a state id that is not UTF-8 and so
-cannot be a JSON key (exit status 1; rename it with chstate state move).
+cannot be a JSON key (exit status 1; rename it with chstate state move), or
+one holding a NUL byte, which import refuses (exit status 1).
   --output FILE   write to FILE (replaced only when complete) instead of
                   standard output
   --progress      report progress on standard error (a bar on a terminal);

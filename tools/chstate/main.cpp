@@ -421,23 +421,33 @@ int cmd_edit(context& c) {
 }
 
 int cmd_export(context& c) {
-    // JSON keys are text: an id that is neither UTF-8 nor WTF-8 cannot be one.
-    // Such ids are refused up front, before anything is written.
+    // What export writes, import reads back. Refused up front, before
+    // anything is written: an id that is neither UTF-8 nor WTF-8 (JSON keys
+    // are text), and an id holding a NUL byte (JSON can carry it, but import
+    // refuses it: no command line can name such an id afterwards).
     auto ids = c.store.state_ids("*");
-    std::size_t bad = 0;
-    std::string first_bad;
+    std::size_t not_text = 0, holding_nul = 0;
+    std::string first_not_text, first_holding_nul;
     for (const auto& id : ids) {
         std::string out;
         chstate::error_code ec;
         std::string why;
         chstate::serialize_json(chstate::value(id), out, ec, why);
-        if (ec && bad++ == 0)
-            first_bad = id;
+        if (ec && not_text++ == 0)
+            first_not_text = id;
+        if (!ec && id.find('\0') != std::string::npos && holding_nul++ == 0)
+            first_holding_nul = id;
     }
-    if (bad)
-        throw cli::failure(cli::exit_failure, std::to_string(bad) + " state id(s) are not UTF-8 and cannot be JSON keys, e.g. " +
-                                                  cli::quoted(first_bad) +
+    if (not_text)
+        throw cli::failure(cli::exit_failure, std::to_string(not_text) + " state id(s) are not UTF-8 and cannot be JSON keys, e.g. " +
+                                                  cli::quoted(first_not_text) +
                                                   "; nothing was exported (rename them with chstate state move)");
+    if (holding_nul)
+        throw cli::failure(cli::exit_failure,
+                           std::to_string(holding_nul) + " state id(s) hold a NUL byte, which `state import` refuses, e.g. " +
+                               cli::quoted(first_holding_nul) +
+                               "; nothing was exported (no command line can name such an id: rename or remove it "
+                               "through the library, with move() or clear())");
 
     cli::progress bar("export", ids.size(), c.show_progress(ids.size()));
     // {"<id>":{"completed":{…},"partial":{…}},…} as Python writes
