@@ -38,7 +38,8 @@ chdb_version=$(bash "$repo/scripts/fetch-chdb.sh" --print-version)
 chdb_lib=${CHSTATE_CHDB_LIBRARY:-$repo/.cache/chdb/$chdb_version/libchdb.so}
 [[ -f $chdb_lib ]] || die "libchdb.so not found at $chdb_lib (bash scripts/fetch-chdb.sh caches it; or set CHSTATE_CHDB_LIBRARY)"
 
-asan_targets=(config json merge sql_quote row_binary http_reply http_exchange)
+# (longest build first: http_exchange compiles Beast, about a minute; two build at a time)
+asan_targets=(http_exchange http_reply config json merge sql_quote row_binary)
 all_targets=("${asan_targets[@]}" chdb_quote)
 flags=(-g -O1 -std=c++20 -I include)
 asan=(-fsanitize=fuzzer,address,undefined -fno-sanitize=function)

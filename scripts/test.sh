@@ -98,7 +98,7 @@ if [[ $mode == full ]]; then
   # 543 s to 923 s.
   set -m
   nice -n 19 bash -c 'bash scripts/build.sh benchmarks/all examples/all >/dev/null &&
-    bash scripts/sanitizers.sh --build-only && bash scripts/fuzz.sh --build-only' \
+    bash scripts/fuzz.sh --build-only && bash scripts/sanitizers.sh --build-only' \
     >"$test_dir/prebuild.log" 2>&1 & prebuild=$!
   set +m
 fi
