@@ -31,6 +31,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <thread>
 #include <string_view>
 
 /// One case of the store contract, instantiated for every fixture in
@@ -90,6 +91,24 @@ inline state make_state(std::string id, std::string_view partial, std::string_vi
     return state{std::move(id), obj(partial), obj(completed)};
 }
 
+/// Lets `d` pass for the strict lock's leases, whose expiry the server
+/// judges on its own clock: the store's manual clock moves by `d`, and the
+/// server's — a simulated server's clock is advanced, a real engine's is
+/// waited for in real time (keep `d` to seconds there).
+template <class fixture>
+void let_leases_age(fixture& fx, timed_store<fixture>& ts, duration d) {
+    ts.clock.advance(d);
+    if constexpr (requires { fx.server->server_clock(); })
+        fx.server->server_clock().advance(d);
+    else
+        std::this_thread::sleep_for(d);
+}
+
+/// Strict options with a lease short enough for let_leases_age to wait out
+/// on a real engine: 3 s, a 1 s grace.
+template <class fixture>
+store_options short_lease_options();
+
 /// True when the transport's server has insert_deduplication_token.
 template <class fixture>
 bool strict_supported(fixture& fx) {
@@ -103,6 +122,14 @@ store_options strict_options() {
     store_options o;
     o.schema = test::unique_schema(fixture::name);
     o.lock.mode = lock_mode::strict;
+    return o;
+}
+
+template <class fixture>
+store_options short_lease_options() {
+    store_options o = strict_options<fixture>();
+    o.lock.lease_ttl = 3s;
+    o.lock.clock_skew = 1s;
     return o;
 }
 

@@ -655,7 +655,7 @@ CONTRACT_CASE("strict lock: an expired lease is taken over and the old holder is
     fixture fx;
     if (!strict_or_unsupported(fx))
         return;
-    auto o = strict_options<fixture>();
+    auto o = short_lease_options<fixture>();
     timed_store<fixture> ts(fx.make_transport(), o);
     auto first = ts.store.async_acquire_lock("job", asio::use_future);
     ts.clock.run(ts.ioc);
@@ -663,8 +663,8 @@ CONTRACT_CASE("strict lock: an expired lease is taken over and the old holder is
     auto ok = old.async_verify(asio::use_future);
     ts.clock.run(ts.ioc);
     CHECK_NOTHROW(ok.get());
-    // A takeover waits for the expiry plus the clock-skew grace.
-    ts.clock.advance(o.lock.lease_ttl + o.lock.clock_skew + 1ms);
+    // A takeover waits for the expiry plus the clock-skew grace, on the server's clock.
+    let_leases_age(fx, ts, o.lock.lease_ttl + o.lock.clock_skew + 1ms);
     auto second = ts.store.async_acquire_lock("job", asio::use_future);
     CHECK(ts.clock.run(ts.ioc) == duration::zero());
     auto lease = second.get();
@@ -688,11 +688,11 @@ CONTRACT_CASE("strict lock: an expired lease is taken over and the old holder is
     CHECK(third_ec == errc::state_id_locked);
 }
 
-CONTRACT_CASE("strict lock: set(lease, s) writes while the grant is current; after a takeover it is refused") {
+CONTRACT_CASE("strict lock: set(lease, s) writes while the grant is current; once it expires, or after a takeover, it is refused") {
     fixture fx;
     if (!strict_or_unsupported(fx))
         return;
-    auto o = strict_options<fixture>();
+    auto o = short_lease_options<fixture>();
     timed_store<fixture> ts(fx.make_transport(), o);
     auto run = [&](auto fut) {
         ts.clock.run(ts.ioc);
@@ -701,18 +701,25 @@ CONTRACT_CASE("strict lock: set(lease, s) writes while the grant is current; aft
     auto old = run(ts.store.async_acquire_lock("job", asio::use_future));
     run(ts.store.async_set(old, make_state("job", "{}", R"({"n":1})"), asio::use_future));
     CHECK(run(ts.store.async_get("job", asio::use_future))->completed_state == obj(R"({"n":1})"));
-    // Past its lease but not yet taken over: nobody else can hold the id, the write is safe.
-    ts.clock.advance(o.lock.lease_ttl + 1s);
-    run(ts.store.async_set(old, make_state("job", "{}", R"({"n":2})"), asio::use_future));
-    auto lease = run(ts.store.async_acquire_lock("job", asio::use_future));
-    CHECK(lease.token() == old.token() + 1);
+    // Past its lease on the server's clock, not yet taken over: refused all
+    // the same — a lease ends when it expires, not when a rival notices —
+    // and the error names the setting.
     diagnostics diag;
     error_code ec;
+    let_leases_age(fx, ts, o.lock.lease_ttl + 1ms);
+    ts.store.async_set(old, make_state("job", "{}", R"({"n":2})"), diag, [&](error_code e) { ec = e; });
+    ts.clock.run(ts.ioc);
+    CHECK(ec == errc::lock_lost);
+    CHECK(diag.message.find("lock.lease_ttl") != std::string::npos);
+    let_leases_age(fx, ts, o.lock.clock_skew);
+    auto lease = run(ts.store.async_acquire_lock("job", asio::use_future));
+    CHECK(lease.token() == old.token() + 1);
+    ec = {};
     ts.store.async_set(old, make_state("job", "{}", R"({"n":99})"), diag, [&](error_code e) { ec = e; });
     ts.clock.run(ts.ioc);
     CHECK(ec == errc::lock_lost);
     CHECK(diag.message.find("superseded by fencing token " + std::to_string(lease.token())) != std::string::npos);
-    CHECK(run(ts.store.async_get("job", asio::use_future))->completed_state == obj(R"({"n":2})")); // refused
+    CHECK(run(ts.store.async_get("job", asio::use_future))->completed_state == obj(R"({"n":1})")); // both refused
     run(ts.store.async_set(lease, make_state("job", "{}", R"({"n":3})"), asio::use_future));
     CHECK(run(ts.store.async_get("job", asio::use_future))->completed_state == obj(R"({"n":3})"));
 }

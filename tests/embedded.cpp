@@ -381,17 +381,28 @@ TEST_CASE("embedded: written_rows, as the strict lock reads it") {
                                     std::to_string(token));
     };
     const std::string key = "sha256:" + detail::sha256_hex("job") + "/1";
-    auto mine = stm.claim_grant("job", 1, "A", 5000, key, 0, 1000);
+    auto mine = stm.claim_grant("job", 1, "A", 60000, key, 0, 0);
     CHECK(written(mine) == 1);                                        // free: the grant lands
     CHECK(written(mine) == 0);                                        // resent: same token, same bytes
-    CHECK(written(stm.claim_grant("job", 1, "B", 5000, key, 0, 1000)) == 0); // max(token) is 1 now: refused
-    CHECK(written(stm.claim_grant("job", 2, "B", 9000, "sha256:x/2", 1, 1000)) == 0); // token 1 unexpired at 1000
+    CHECK(written(stm.claim_grant("job", 1, "B", 60000, key, 0, 0)) == 0); // max(token) is 1 now: refused
+    CHECK(written(stm.claim_grant("job", 2, "B", 60000, "sha256:x/2", 1, 0)) == 0); // token 1 unexpired
     CHECK(rows_of_token(1) == "1\n");
     CHECK(rows_of_token(2) == "0\n");
-    CHECK(written(stm.claim_grant("job", 2, "B", 9000, "sha256:x/2", 1, 6000)) == 1); // expired at 6000
+    // The expiry is the server's now plus the lease, whatever the client's clock says.
+    CHECK(test::raw_sql(t, "SELECT expires_ms > toUnixTimestamp64Milli(now64(3)) + 50000 AND expires_ms <= "
+                           "toUnixTimestamp64Milli(now64(3)) + 60000 FROM `" + schema +
+                               "`.`state_grant` WHERE state_id = 'job'") == "1\n");
+    // A grant that expired 10 s ago on the server's clock: free once the grace is past.
+    const auto wall_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
+    CHECK(written(stm.insert_grant_event("old", 1, "A", detail::grant_event::grant, wall_ms - 10000, "old/1")) == 1);
+    CHECK(written(stm.claim_grant("old", 2, "B", 60000, "sha256:y/2", 1, 3600000)) == 0); // inside an hour's grace
+    CHECK(written(stm.claim_grant("old", 2, "B", 60000, "sha256:y/2", 1, 1000)) == 1);    // past a second's
     // The same token with other bytes: dropped as a duplicate, yet counted.
-    const auto counted = written(stm.insert_grant_event("job", 2, "C", detail::grant_event::grant, 9000, "sha256:x/2"));
-    CHECK(rows_of_token(2) == "1\n");
+    const auto counted = written(stm.insert_grant_event("old", 2, "C", detail::grant_event::grant, 9000, "sha256:y/2"));
+    CHECK(test::raw_sql(t, "SELECT count() FROM `" + schema + "`.`state_grant` WHERE state_id = 'old' AND token = 2") ==
+          "1\n");
     MESSAGE("chDB counts a deduplicated block of other bytes as written: " << counted);
 }
 
@@ -411,11 +422,20 @@ TEST_CASE("embedded: the fence lets through only the holder of the id's newest u
         return written(stm.renew_grant(id, token, who, 9000, id + "/" + std::to_string(token) + "/" + who));
     };
     CHECK(renew("fresh", 1, "A") == 0); // no grant at all: nobody holds the id
-    CHECK(written(stm.claim_grant("job", 1, "A", 5000, "job/1", 0, 1000)) == 1);
+    CHECK(written(stm.claim_grant("job", 1, "A", 60000, "job/1", 0, 0)) == 1);
     CHECK(renew("job", 2, "B") == 0); // not the holder
     CHECK(renew("job", 2, "A") == 1); // the holder moves its lease to token 2
     CHECK(written(stm.insert_grant_event("job", 2, "A", detail::grant_event::release, 0, "job/2/release")) == 1);
     CHECK(renew("job", 3, "A") == 0); // released
+    // A grant expired on the server's clock fences nothing, taken over or not.
+    const auto wall_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
+    CHECK(written(stm.insert_grant_event("lapsed", 1, "A", detail::grant_event::grant, wall_ms - 1000, "lapsed/1")) ==
+          1);
+    CHECK(renew("lapsed", 2, "A") == 0);
+    CHECK(written(stm.insert_grant_event("live", 1, "A", detail::grant_event::grant, wall_ms + 600000, "live/1")) == 1);
+    CHECK(renew("live", 2, "A") == 1);
 }
 
 TEST_CASE("embedded: a streamed_reply statement reaches the sink in pieces, any other whole") {

@@ -16,6 +16,16 @@
 //       slot fires. The handler runs on its associated executor, defaulting
 //       to `executor`.
 //
+// And one optional member:
+//
+//   duration steady_now() const;
+//       Time on a clock that never steps, since any fixed origin (for
+//       real_clock, std::chrono::steady_clock). The strict lock bounds its
+//       lease with it, from just before it sent the claim or renewal: a
+//       wall clock that steps (NTP, a resumed VM) then neither stretches
+//       nor shortens what the holder believes it holds. A clock without it
+//       has now() used instead.
+//
 // chstate::real_clock (below) uses the system clock and asio::steady_timer;
 // chstate::manual_clock (manual_clock.hpp) is simulated time for tests.
 #pragma once
@@ -28,6 +38,7 @@
 
 #include <chrono>
 #include <concepts>
+#include <cstdint>
 #include <memory>
 
 namespace chstate {
@@ -51,6 +62,11 @@ class real_clock {
 public:
     time_point now() const { return std::chrono::system_clock::now(); }
 
+    /// std::chrono::steady_clock's time since its origin.
+    duration steady_now() const {
+        return std::chrono::duration_cast<duration>(std::chrono::steady_clock::now().time_since_epoch());
+    }
+
     template <class CompletionToken>
     auto async_wait(asio::any_io_executor ex, duration d, CompletionToken&& token) {
         auto timer = std::make_shared<asio::steady_timer>(std::move(ex), d);
@@ -61,5 +77,18 @@ public:
 };
 
 static_assert(clock<real_clock>);
+
+namespace detail {
+/// A Clock's steady_now() in milliseconds; its now() when it has none.
+template <class Clock>
+std::uint64_t steady_ms(const Clock& c) {
+    std::int64_t ms;
+    if constexpr (requires { { c.steady_now() } -> std::convertible_to<duration>; })
+        ms = duration(c.steady_now()).count();
+    else
+        ms = std::chrono::duration_cast<duration>(c.now().time_since_epoch()).count();
+    return ms < 0 ? 0 : static_cast<std::uint64_t>(ms);
+}
+} // namespace detail
 
 } // namespace chstate

@@ -8,11 +8,16 @@
 //
 // In lock_mode::strict a lease also carries a fencing token (token(): its
 // grant's number, increasing per state id) and an expiry (expires_at():
-// lease_ttl after the grant or the last renewal, on the store's clock;
-// an acquire's own read-back comes out of it). What a lease guarantees:
-//   * until expires_at(), by the store's clock, no other client is granted
-//     the id: a takeover needs the grant expired by more than
-//     lock.clock_skew on the taker's clock;
+// lease_ttl after the claim or the last renewal was sent, on the store's
+// clock; steady_expiry(): the same on its steady time). The server writes
+// each grant's expiry and judges it on its own clock, never a client's.
+// What a lease guarantees:
+//   * until steady_expiry(), by the store clock's steady time, no other
+//     client is granted the id: the server grants it only once the grant
+//     expired by more than lock.clock_skew on the server's clock, and the
+//     holder's count started before the server's (it assumes the two
+//     clocks run at the same rate, within clock_skew per lease_ttl — not
+//     that they agree: a client's wall clock may be off or step);
 //   * async_renew() that succeeds extends that to lease_ttl from when it
 //     began. A renewal re-grants the id to this lease under the next token
 //     — the slot a rival's takeover would need, decided by the server's
@@ -95,6 +100,13 @@ public:
     /// granted the id. seed_compatible (or not held): the epoch.
     time_point expires_at() const {
         return time_point(std::chrono::milliseconds(state_ ? state_->snapshot().expires_ms : 0));
+    }
+    /// strict: the same moment on the store clock's steady time (clock.hpp,
+    /// steady_now; now() for a clock without it) — what the store itself
+    /// relies on, unmoved by steps of the wall clock. Zero when not held or
+    /// seed_compatible.
+    duration steady_expiry() const {
+        return duration(state_ ? state_->snapshot().steady_deadline_ms : 0);
     }
 
     /// strict: extends the lease to lease_ttl from now if it still holds the

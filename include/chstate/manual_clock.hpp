@@ -18,6 +18,9 @@
 //
 // skewed(offset) gives a handle whose now() reads `offset` ahead (or behind)
 // while sharing the timeline: two clients with disagreeing clocks.
+// with_wall_steps() gives a handle whose wall clock a test can step while
+// a store holds a copy of it (step_wall: NTP, a resumed VM); steady_now()
+// reads the timeline itself, which never steps, for every handle.
 #pragma once
 
 #include <chstate/clock.hpp>
@@ -37,6 +40,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 
 namespace chstate {
 
@@ -65,10 +69,32 @@ public:
         timeline_->now = start;
     }
 
-    /// Simulated now, plus this handle's skew.
+    /// Simulated now, plus this handle's skew and steps.
     time_point now() const {
+        const duration stepped = steps_ ? duration(steps_->load()) : duration::zero();
         std::lock_guard lk(timeline_->mutex);
-        return timeline_->now + skew_;
+        return timeline_->now + skew_ + stepped;
+    }
+
+    /// Simulated time since the epoch, without skew or steps: the clock
+    /// that never steps (clock.hpp), the same for every handle.
+    duration steady_now() const { return std::chrono::duration_cast<duration>(now_unskewed().time_since_epoch()); }
+
+    /// A handle on the same timeline whose wall clock step_wall() moves —
+    /// in every copy of it, such as the one a store holds.
+    manual_clock with_wall_steps() const {
+        manual_clock c = *this;
+        c.steps_ = std::make_shared<std::atomic<duration::rep>>(0);
+        return c;
+    }
+
+    /// Steps this handle's wall clock (now()) by `d`, forward or back, as
+    /// NTP or a resumed VM does; waits and steady_now() are unaffected.
+    /// Only on a handle from with_wall_steps().
+    void step_wall(duration d) {
+        if (!steps_)
+            throw std::logic_error("manual_clock::step_wall needs a handle from with_wall_steps()");
+        steps_->fetch_add(d.count());
     }
 
     /// A handle on the same timeline whose now() reads `offset` away.
@@ -224,6 +250,7 @@ private:
 
     std::shared_ptr<timeline> timeline_;
     duration skew_{0};
+    std::shared_ptr<std::atomic<duration::rep>> steps_; ///< with_wall_steps(): shared by copies
 };
 
 static_assert(clock<manual_clock>);

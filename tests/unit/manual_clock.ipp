@@ -56,6 +56,27 @@ TEST_CASE("manual_clock: copies share time; skewed() reads an offset") {
     CHECK(a.skewed(-5s).now() == a.now() - 5s);
 }
 
+TEST_CASE("manual_clock: with_wall_steps() steps the wall clock of every copy; steady_now() never steps") {
+    manual_clock base;
+    manual_clock wall = base.skewed(1h).with_wall_steps();
+    manual_clock held = wall; // as a store holds its copy
+    const auto steady = held.steady_now();
+    CHECK(steady == base.steady_now());
+    CHECK(steady == std::chrono::duration_cast<duration>(base.now().time_since_epoch()));
+    wall.step_wall(-90min);
+    CHECK(held.now() == base.now() - 30min);
+    CHECK(held.steady_now() == steady); // neither skew nor steps
+    base.advance(5s);
+    CHECK(held.steady_now() == steady + 5s);
+    CHECK(held.now() == base.now() - 30min);
+    CHECK(detail::steady_ms(held) == static_cast<std::uint64_t>((steady + 5s).count()));
+    CHECK_THROWS_AS(base.step_wall(1s), std::logic_error); // a plain handle has no steps
+    // real_clock: steady time from steady_clock, whatever the wall clock does
+    real_clock real;
+    const auto a = real.steady_now();
+    CHECK(real.steady_now() >= a);
+}
+
 TEST_CASE("manual_clock: a cancelled wait completes with operation_aborted") {
     asio::io_context ioc;
     manual_clock clock;

@@ -54,6 +54,8 @@ public:
     virtual transport_traits traits() const = 0;
     /// The store's Clock.
     virtual time_point now() const = 0;
+    /// The store's Clock, on its steady time (clock.hpp: steady_now), in ms.
+    virtual std::uint64_t steady_ms() const = 0;
 
     /// Sends one statement; reply bytes go to `sink`.
     virtual asio::awaitable<error_code> send(const statement& stmt, const result_sink& sink, diagnostics& diag,
@@ -158,6 +160,7 @@ public:
     }
 
     time_point now() const override { return clock_.now(); }
+    std::uint64_t steady_ms() const override { return detail::steady_ms(clock_); }
 
     asio::awaitable<error_code> send(const statement& stmt, const result_sink& sink, diagnostics& diag,
                                      cancellation c) override {

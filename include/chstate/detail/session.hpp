@@ -102,6 +102,9 @@ public:
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now().time_since_epoch()).count();
         return ms < 0 ? 0 : static_cast<std::uint64_t>(ms);
     }
+    /// The store's clock on its steady time (clock.hpp), in milliseconds:
+    /// what the strict lock bounds a lease with.
+    std::uint64_t steady_ms() const { return engine_.steady_ms(); }
 
     /// What ready() resolved; null before the first success.
     std::shared_ptr<const resolved> known() const {

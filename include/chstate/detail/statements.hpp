@@ -371,8 +371,9 @@ public:
 
     /// The id's newest event: the highest token; for it a release row sorts
     /// first ('release' > 'grant'), else the grant row with the latest expiry.
+    /// `now_ms`: the server's clock, which judges every expiry.
     statement select_grant_latest(std::string_view id) const {
-        return {.sql = "SELECT token, lock_id, kind, expires_ms FROM " + t_.grant +
+        return {.sql = "SELECT token, lock_id, kind, expires_ms, " + server_now_ms() + " AS now_ms FROM " + t_.grant +
                        " WHERE state_id = {state_id:String} ORDER BY token DESC, kind DESC, expires_ms DESC LIMIT 1",
                 .parameters = {string_param("state_id", std::string(id))},
                 .format = "JSONEachRow",
@@ -383,7 +384,7 @@ public:
     /// Every event of `token` and later: right after a claim, the grant
     /// row(s) of that token (one lock_id after a deduplicated race).
     statement select_grant_events_since(std::string_view id, std::uint64_t token) const {
-        return {.sql = "SELECT token, lock_id, kind, expires_ms FROM " + t_.grant +
+        return {.sql = "SELECT token, lock_id, kind, expires_ms, " + server_now_ms() + " AS now_ms FROM " + t_.grant +
                        " WHERE state_id = {state_id:String} AND token >= {token:UInt64}",
                 .parameters = {string_param("state_id", std::string(id)), uint_param("token", token)},
                 .format = "JSONEachRow",
@@ -407,33 +408,38 @@ public:
 
     /// A takeover: grant `token` to `lock_id` only while the id's newest
     /// token is `newest` and that token is free — released, or none of its
-    /// grant rows expires at or after `free_after_ms` (the claimant's now
-    /// less the clock-skew grace; `newest` = 0: no grant yet). The check
-    /// runs inside the INSERT; of rivals that pass it together,
-    /// deduplication on `dedup` keeps one row.
-    statement claim_grant(std::string_view id, std::uint64_t token, std::string_view lock_id,
-                          std::uint64_t expires_ms, std::string_view dedup, std::uint64_t newest,
-                          std::uint64_t free_after_ms) const {
+    /// grant rows expires at or after the server's now less `grace_ms`
+    /// (`newest` = 0: no grant yet). The grant expires `ttl_ms` after the
+    /// server's now: every expiry is written and judged on the server's
+    /// clock, never a client's. The check runs inside the INSERT; of rivals
+    /// that pass it together, deduplication on `dedup` keeps one row.
+    statement claim_grant(std::string_view id, std::uint64_t token, std::string_view lock_id, std::uint64_t ttl_ms,
+                          std::string_view dedup, std::uint64_t newest, std::uint64_t grace_ms) const {
         const std::string newest_token = std::to_string(newest);
-        return {.sql = grant_select(dedup) + " WHERE (SELECT max(token) = " + newest_token +
+        auto parameters = event_parameters(id, token, lock_id, grant_event::grant, 0);
+        parameters.back() = uint_param("ttl_ms", ttl_ms);
+        parameters.push_back(uint_param("grace_ms", grace_ms));
+        return {.sql = expiring_grant_select(dedup) + " WHERE (SELECT max(token) = " + newest_token +
                        " AND (countIf(token = " + newest_token + " AND kind = 'release') > 0 OR countIf(token = " +
-                       newest_token + " AND kind = 'grant' AND expires_ms >= " + std::to_string(free_after_ms) +
+                       newest_token + " AND kind = 'grant' AND expires_ms + {grace_ms:UInt64} >= " + server_now_ms() +
                        ") = 0) FROM " + t_.grant + " WHERE state_id = {state_id:String}) = 1",
-                .parameters = event_parameters(id, token, lock_id, grant_event::grant, expires_ms),
+                .parameters = std::move(parameters),
                 .idempotent = true,
                 .name = "grant.claim"};
     }
 
     /// A renewal: the holder `lock_id` of the id's newest grant takes the
-    /// next token, `token`, itself, with a later expiry — the very slot a
-    /// rival's takeover would claim (the same `dedup`), so a renewal and a
-    /// takeover can never both land. Written only while the holder still
-    /// holds (fence_condition).
-    statement renew_grant(std::string_view id, std::uint64_t token, std::string_view lock_id,
-                          std::uint64_t expires_ms, std::string_view dedup) const {
-        return {.sql = grant_select(dedup) + " WHERE" +
+    /// next token, `token`, itself, expiring `ttl_ms` after the server's
+    /// now — the very slot a rival's takeover would claim (the same
+    /// `dedup`), so a renewal and a takeover can never both land. Written
+    /// only while the holder still holds (fence_condition).
+    statement renew_grant(std::string_view id, std::uint64_t token, std::string_view lock_id, std::uint64_t ttl_ms,
+                          std::string_view dedup) const {
+        auto parameters = event_parameters(id, token, lock_id, grant_event::grant, 0);
+        parameters.back() = uint_param("ttl_ms", ttl_ms);
+        return {.sql = expiring_grant_select(dedup) + " WHERE" +
                        fence_condition("state_id = {state_id:String}", "{lock_id:String}"),
-                .parameters = event_parameters(id, token, lock_id, grant_event::grant, expires_ms),
+                .parameters = std::move(parameters),
                 .idempotent = true,
                 .name = "grant.renew"};
     }
@@ -536,11 +542,16 @@ private:
                (f_.deduplicate_insert_select ? ", deduplicate_insert_select = 'force_enable'" : "");
     }
 
-    /// A grant event written by INSERT … SELECT (its WHERE the condition).
-    std::string grant_select(std::string_view dedup) const {
-        return grant_insert_head(dedup) +
-               " SELECT {state_id:String}, {token:UInt64}, {lock_id:String}, {kind:String}, {expires_ms:UInt64}";
+    /// A grant written by INSERT … SELECT (its WHERE the condition),
+    /// expiring `{ttl_ms}` after the server's now.
+    std::string expiring_grant_select(std::string_view dedup) const {
+        return grant_insert_head(dedup) + " SELECT {state_id:String}, {token:UInt64}, {lock_id:String}, {kind:String}, " +
+               server_now_ms() + " + {ttl_ms:UInt64}";
     }
+
+    /// The server's clock in milliseconds: what every grant's expiry is
+    /// written and judged on (strict mode needs 22.2, which has now64).
+    static std::string server_now_ms() { return "toUInt64(toUnixTimestamp64Milli(now64(3)))"; }
 
     static std::vector<parameter> event_parameters(std::string_view id, std::uint64_t token, std::string_view lock_id,
                                                    grant_event kind, std::uint64_t expires_ms) {
@@ -560,7 +571,10 @@ private:
     }
 
     /// True while the lease `holder` (an SQL expression: a placeholder or a
-    /// quoted lock_id) holds the id's newest grant and has not released it.
+    /// quoted lock_id) holds the id's newest grant, has not released it, and
+    /// the grant has not expired on the server's clock (a takeover waits a
+    /// grace past that expiry, so a write and a takeover are never both
+    /// allowed at one moment).
     /// Renewals move a lease to newer tokens, so the holder is named by
     /// lock_id, not by token. One read of the id's events (one scalar
     /// subquery of aggregates, not one per test: each subquery reads every
@@ -572,7 +586,8 @@ private:
     std::string fence_condition(const std::string& id_test, const std::string& holder) const {
         const std::string held = "maxIf(token, kind = 'grant' AND lock_id = " + holder + ")";
         return " (SELECT max(token) = " + held + " AND " + held + " > 0 AND countIf(kind = 'release' AND lock_id = " +
-               holder + ") = 0 AND maxIf(token, kind = 'grant' AND lock_id != " + holder + ") < " + held + " FROM " +
+               holder + ") = 0 AND maxIf(token, kind = 'grant' AND lock_id != " + holder + ") < " + held +
+               " AND maxIf(expires_ms, kind = 'grant' AND lock_id = " + holder + ") >= " + server_now_ms() + " FROM " +
                t_.grant + " WHERE " + id_test + ") = 1";
     }
 

@@ -92,6 +92,7 @@ public:
     asio::any_io_executor get_executor() const override { return asio::system_executor(); }
     transport_traits traits() const override { return {}; }
     time_point now() const override { return {}; }
+    std::uint64_t steady_ms() const override { return 0; }
     asio::awaitable<error_code> send(const statement&, const result_sink&, diagnostics& diag, cancellation) override {
         diag.message = "no store: the lease is not held";
         co_return make_error_code(errc::lock_lost);

@@ -33,8 +33,9 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
           "+ INTERVAL 1 MILLISECOND)");
     CHECK(m.parameters.size() == 3);
     // fenced: written only while the lease (its lock_id) holds the newest
-    // grant and has not released it; renewals move it to newer tokens, so
-    // the holder is named by lock_id, not by token.
+    // grant, has not released it, and the grant has not expired on the
+    // server's clock; renewals move it to newer tokens, so the holder is
+    // named by lock_id, not by token.
     const std::string lease_id = "8a0c7e1e-0000-4000-8000-000000000001";
     auto f = mono.insert_state("id", "{}", std::nullopt, 0, lease_id);
     // One read of the grant events: a scalar subquery of aggregates.
@@ -42,8 +43,9 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
     CHECK(f.sql.find(" WHERE (SELECT max(token) = maxIf(token, kind = 'grant' AND lock_id = {lock_id:String}) AND "
                      "maxIf(token, kind = 'grant' AND lock_id = {lock_id:String}) > 0 AND countIf(kind = 'release' AND "
                      "lock_id = {lock_id:String}) = 0 AND maxIf(token, kind = 'grant' AND lock_id != {lock_id:String}) "
-                     "< maxIf(token, kind = 'grant' AND lock_id = {lock_id:String}) FROM `meltano`.`state_grant` "
-                     "WHERE state_id = {state_id:String}) = 1") != std::string::npos);
+                     "< maxIf(token, kind = 'grant' AND lock_id = {lock_id:String}) AND maxIf(expires_ms, kind = "
+                     "'grant' AND lock_id = {lock_id:String}) >= toUInt64(toUnixTimestamp64Milli(now64(3))) FROM "
+                     "`meltano`.`state_grant` WHERE state_id = {state_id:String}) = 1") != std::string::npos);
     CHECK(f.parameters.back().name == "lock_id");
     CHECK(f.parameters.back().value == lease_id);
     CHECK(f.name == "state.insert_fenced");
@@ -56,7 +58,8 @@ TEST_CASE("statements: the state INSERT per write_versions and server") {
     CHECK(fd.sql == "DELETE FROM `meltano`.`state` WHERE " + id_test + " AND (SELECT max(token) = maxIf(token, kind = "
                     "'grant' AND " + holder + ") AND maxIf(token, kind = 'grant' AND " + holder + ") > 0 AND "
                     "countIf(kind = 'release' AND " + holder + ") = 0 AND maxIf(token, kind = 'grant' AND " + other +
-                    ") < maxIf(token, kind = 'grant' AND " + holder + ") FROM `meltano`.`state_grant` WHERE " +
+                    ") < maxIf(token, kind = 'grant' AND " + holder + ") AND maxIf(expires_ms, kind = 'grant' AND " +
+                    holder + ") >= toUInt64(toUnixTimestamp64Milli(now64(3))) FROM `meltano`.`state_grant` WHERE " +
                     id_test + ") = 1");
     CHECK(fd.parameters.empty());
     // fenced under the seed's versions: the same condition on an INSERT … SELECT.

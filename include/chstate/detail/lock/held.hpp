@@ -13,13 +13,17 @@ namespace chstate::detail {
 /// A lock this store holds.
 ///   seed_compatible: its row in the lock table (token 0);
 ///   strict: its grant — `token` the fencing token (it grows when the
-///   lease is renewed), `expires_ms` the expiry the store wrote, on its
-///   clock (0: unknown).
+///   lease is renewed). The server writes and judges the grant's expiry on
+///   its own clock; the holder bounds it from just before it sent the claim
+///   or renewal, lease_ttl later: `steady_deadline_ms` on the store clock's
+///   steady time (what every decision uses), `expires_ms` the same moment
+///   on its wall clock (what lock_lease::expires_at() shows). 0: unknown.
 struct held_lock {
     std::string state_id;
     std::string lock_id;
     std::uint64_t token = 0;
     std::uint64_t expires_ms = 0;
+    std::uint64_t steady_deadline_ms = 0;
     /// strict: a renewal was sent and its outcome is not known — the lease
     /// may hold a newer token than `token`; a release then looks.
     bool renewal_unknown = false;

@@ -3,7 +3,7 @@
 //
 // acquire: read the id's newest event (token t) — or trust this store's own
 // last release of it (free_token_hint) — and when t is free (released, or
-// expired by more than the clock-skew grace on our clock) claim t+1: a
+// expired by more than the clock-skew grace, on the server's clock) claim t+1: a
 // conditional INSERT of our grant, with insert_deduplication_token naming
 // the slot t+1, written only while t is still the newest token and free.
 // Of all rivals claiming t+1 the server keeps exactly one row, atomically,
@@ -30,12 +30,13 @@
 
 namespace chstate::detail {
 
-/// The id's newest grant-table event.
+/// The id's newest grant-table event, with the server's clock when read.
 struct grant_row {
     std::uint64_t token = 0;
     std::string lock_id;
     bool released = false;
-    std::uint64_t expires_ms = 0;
+    std::uint64_t expires_ms = 0;    ///< on the server's clock
+    std::uint64_t server_now_ms = 0; ///< the server's clock as it answered
 };
 
 inline std::uint64_t lease_ttl_ms(const session& s) {
@@ -50,21 +51,26 @@ inline std::string lease_expired_reason(const session& s) {
            " ms) passed without a renewal; work that takes longer needs a longer lease_ttl or a heartbeat";
 }
 
-/// The grace a takeover waits past a grant's expiry: the clocks of the
-/// processes sharing a lock may differ by up to clock_skew.
+/// The grace a takeover waits past a grant's expiry on the server's clock:
+/// what the holder's own bound may lag behind it (clock rates; on a
+/// cluster, replicas' clocks that differ).
 inline std::uint64_t skew_ms(const session& s) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(s.options().lock.clock_skew).count();
     return ms < 0 ? 0 : static_cast<std::uint64_t>(ms);
 }
 
-/// A grant expiring at or after this (ms) still holds, by our clock with the grace.
-inline std::uint64_t still_held_from(const session& s) {
-    const std::uint64_t now = s.now_ms(), grace = skew_ms(s);
-    return now > grace ? now - grace : 0;
+/// Free: no event, a release, or a grant expired by more than the grace —
+/// all on the server's clock.
+inline bool is_free(const std::optional<grant_row>& latest, std::uint64_t grace_ms) {
+    return !latest || latest->released || latest->expires_ms + grace_ms < latest->server_now_ms;
 }
 
-inline bool is_free(const std::optional<grant_row>& latest, std::uint64_t still_held_from_ms) {
-    return !latest || latest->released || latest->expires_ms < still_held_from_ms;
+/// A grant's expiry read from the server (`expires_ms`, the server's now
+/// `server_now_ms`), on this store's steady clock: the time left on the
+/// server, counted from `asked_steady_ms`, taken before the read was sent
+/// (so never later than the server's own count).
+inline std::uint64_t steady_bound(std::uint64_t asked_steady_ms, std::uint64_t expires_ms, std::uint64_t server_now_ms) {
+    return asked_steady_ms + (expires_ms > server_now_ms ? expires_ms - server_now_ms : 0);
 }
 
 inline std::optional<grant_row> grant_of(const json::object& row) {
@@ -72,9 +78,10 @@ inline std::optional<grant_row> grant_of(const json::object& row) {
     auto expires = uint_field(row, "expires_ms");
     auto lock_id = string_field(row, "lock_id");
     auto kind = string_field(row, "kind");
-    if (!token || !expires || !lock_id || !kind)
+    auto now = uint_field(row, "now_ms");
+    if (!token || !expires || !lock_id || !kind || !now)
         return std::nullopt;
-    return grant_row{*token, std::move(*lock_id), *kind == "release", *expires};
+    return grant_row{*token, std::move(*lock_id), *kind == "release", *expires, *now};
 }
 
 CHSTATE_DECL op<std::optional<grant_row>> grant_latest(session& s, const std::string& id, diagnostics& diag,
@@ -87,10 +94,12 @@ enum class slot_outcome {
     vacant, ///< no event of `token` or later at all
 };
 
-/// Reads the slot back; `expires_ms` gets our row's expiry when ours.
+/// Reads the slot back; when ours, `steady_deadline_ms` (if given) is
+/// lowered to what the server's row leaves (steady_bound): the row may be
+/// an earlier send's of ours that deduplication kept.
 CHSTATE_DECL op<slot_outcome> read_slot(session& s, const std::string& id, std::uint64_t token, const std::string& lock_id,
                                   diagnostics& diag, cancellation c = cancellation::honour,
-                                  std::uint64_t* expires_ms = nullptr);
+                                  std::uint64_t* steady_deadline_ms = nullptr);
 
 /// Records the release of `token` (its own deduplication token; harmless
 /// once superseded).

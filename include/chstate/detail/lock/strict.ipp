@@ -19,7 +19,8 @@ CHSTATE_DECL op<std::optional<grant_row>> grant_latest(session& s, const std::st
 
 CHSTATE_DECL op<slot_outcome> read_slot(session& s, const std::string& id, std::uint64_t token, const std::string& lock_id,
                                   diagnostics& diag, cancellation c,
-                                  std::uint64_t* expires_ms) {
+                                  std::uint64_t* steady_deadline_ms) {
+    const std::uint64_t asked = s.steady_ms();
     auto [ec, found] = co_await s.rows(s.sql().select_grant_events_since(id, token), diag, c);
     if (ec)
         co_return std::tuple{ec, slot_outcome::theirs};
@@ -29,8 +30,8 @@ CHSTATE_DECL op<slot_outcome> read_slot(session& s, const std::string& id, std::
         auto g = grant_of(row);
         if (!g || g->token != token || g->released || g->lock_id != lock_id)
             co_return std::tuple{error_code{}, slot_outcome::theirs};
-        if (expires_ms)
-            *expires_ms = std::max(*expires_ms, g->expires_ms);
+        if (steady_deadline_ms)
+            *steady_deadline_ms = std::min(*steady_deadline_ms, steady_bound(asked, g->expires_ms, g->server_now_ms));
     }
     co_return std::tuple{error_code{}, slot_outcome::ours};
 }
@@ -54,10 +55,13 @@ CHSTATE_DECL asio::awaitable<void> withdraw_grant(session& s, const std::string&
 CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std::uint64_t basis, std::uint64_t next,
                                    diagnostics& diag, bool confirm) {
     std::string mine = random_uuid();
-    const std::uint64_t expires = s.now_ms() + lease_ttl_ms(s);
+    // The server writes the expiry on its clock; ours is bounded from now,
+    // before the claim is sent, so it ends no later than the server's.
+    const std::uint64_t ttl = lease_ttl_ms(s);
+    held_lock mine_held{id, mine, next, s.now_ms() + ttl, s.steady_ms() + ttl};
     claim_result r;
     auto [ec] = co_await s.execute(
-        s.sql().claim_grant(id, next, mine, expires, grant_slot_key(id, next), basis, still_held_from(s)), diag);
+        s.sql().claim_grant(id, next, mine, ttl, grant_slot_key(id, next), basis, skew_ms(s)), diag);
     if (ec) { // the row may have landed: give it back if it is ours
         s.forget_free_token(id);
         co_await withdraw_grant(s, id, next, mine);
@@ -69,14 +73,18 @@ CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std:
         // a token, or our guess was stale), or this is our own INSERT resent
         // after a lost reply and deduplicated. The newest event tells which.
         s.forget_free_token(id);
+        const std::uint64_t asked = s.steady_ms();
         auto [lec, latest] = co_await grant_latest(s, id, diag);
         if (lec) {
             co_await withdraw_grant(s, id, next, mine);
             co_return std::tuple{lec, r};
         }
-        if (latest && latest->token == next && latest->lock_id == mine && !latest->released)
-            r.won = held_lock{id, std::move(mine), next, expires};
-        else if (is_free(latest, still_held_from(s)))
+        if (latest && latest->token == next && latest->lock_id == mine && !latest->released) {
+            // our own earlier send, kept: its expiry may be older than our bound
+            r.won = std::move(mine_held);
+            r.won->steady_deadline_ms = std::min(r.won->steady_deadline_ms, steady_bound(asked, latest->expires_ms,
+                                                                                          latest->server_now_ms));
+        } else if (is_free(latest, skew_ms(s)))
             r.free_basis = latest ? latest->token : 0;
         co_return std::tuple{error_code{}, std::move(r)};
     }
@@ -86,17 +94,18 @@ CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std:
     // caller's fenced write will tell (update(): the fence refuses anyone
     // whose grant is not the newest, or who has none).
     if (!confirm && diag.written_rows) {
-        r.won = held_lock{id, std::move(mine), next, expires};
+        r.won = std::move(mine_held);
         r.won->unconfirmed = true;
         co_return std::tuple{error_code{}, std::move(r)};
     }
-    auto [hec, outcome] = co_await read_slot(s, id, next, mine, diag);
+    auto [hec, outcome] = co_await read_slot(s, id, next, mine, diag, cancellation::honour,
+                                             &mine_held.steady_deadline_ms);
     if (hec) {
         co_await withdraw_grant(s, id, next, mine);
         co_return std::tuple{hec, r};
     }
     if (outcome == slot_outcome::ours)
-        r.won = held_lock{id, std::move(mine), next, expires};
+        r.won = std::move(mine_held);
     else
         s.forget_free_token(id);
     r.vacant = outcome == slot_outcome::vacant;
@@ -113,7 +122,7 @@ CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, tim
             auto [ec, latest] = co_await grant_latest(s, id, diag);
             if (ec)
                 co_return std::tuple{ec, held_lock{}};
-            if (is_free(latest, still_held_from(s)))
+            if (is_free(latest, skew_ms(s)))
                 basis = latest ? latest->token : 0;
             notes.holder = basis ? std::string() : latest->lock_id;
         }

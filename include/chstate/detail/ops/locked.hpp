@@ -39,7 +39,7 @@ CHSTATE_DECL op<> fenced_set(session& s, const state& st, const held_lock& h, di
 
 /// strict: half of `h`'s lease is gone.
 inline bool renewal_due(const session& s, const held_lock& h) {
-    return h.strict() && h.expires_ms != 0 && s.now_ms() + lease_ttl_ms(s) / 2 >= h.expires_ms;
+    return h.strict() && h.steady_deadline_ms != 0 && s.steady_ms() + lease_ttl_ms(s) / 2 >= h.steady_deadline_ms;
 }
 
 /// strict: renews `h` in place before a write when half its lease is gone,
