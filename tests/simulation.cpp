@@ -1465,6 +1465,95 @@ TEST_CASE("versions: set, set_all and update stay in write order while the serve
     CHECK(std::count(versions.begin(), versions.end(), '\n') == 1); // merged: one row left
 }
 
+TEST_CASE("versions: a server clock stepping back between a fenced write's check and its commit does not let the old "
+          "holder's write win") {
+    // Holder A's fenced INSERT is checked (its lease valid), then held back;
+    // the server's clock steps back 2 h; B takes the id over once A's grant
+    // expired on the server's (stepped) clock, writes and is confirmed; then
+    // A's block commits. B's write must be what stays, and A must not be
+    // told its write was confirmed. (Were expiry judged on B's clock, B
+    // would take over 21 s later by its clock, its version 2 h below A's:
+    // A's late row would win.)
+    manual_clock base(time_point{} + std::chrono::seconds(1'700'000'000));
+    auto server = simulated_clickhouse::create(base, true);
+    server->set_two_phase_inserts(true);
+    store_options o;
+    o.schema = "stepback";
+    o.lock.mode = lock_mode::strict;
+    o.lock.lease_ttl = 20s;
+    o.lock.clock_skew = 1s;
+    o.lock.timeout = 4h;
+    o.lock.retry_interval = 60s;
+    asio::io_context ioc;
+    using sim_store = basic_state_store<simulated_transport, manual_clock>;
+    sim_store a(ioc.get_executor(), simulated_transport(server, ioc.get_executor(), 0, 0), o, base);
+    sim_store b(ioc.get_executor(), simulated_transport(server, ioc.get_executor(), 1, 0), o, base);
+    const std::string state_insert = "INSERT INTO `stepback`.`state` (";
+    // Delivers every pending statement that `hold` does not keep back, and
+    // lets simulated time pass when only waits are left.
+    auto drive = [&](auto hold) {
+        for (int guard = 0; guard < 200000; ++guard) {
+            ioc.restart();
+            if (ioc.poll() > 0)
+                continue;
+            auto pend = server->pending();
+            bool stepped = false;
+            for (std::size_t k = 0; k < pend.size() && !stepped; ++k)
+                if (!hold(pend[k])) {
+                    server->step(k);
+                    stepped = true;
+                }
+            if (!stepped && !base.advance_to_next())
+                return;
+        }
+        FAIL("the schedule did not settle");
+    };
+    auto nothing_held = [](const auto&) { return false; };
+    using lease_type = basic_lock_lease<sim_store>;
+    std::optional<lease_type> lease_a, lease_b;
+    a.async_acquire_lock("job", [&](error_code ec, lease_type l) {
+        REQUIRE_FALSE(ec);
+        lease_a = std::move(l);
+    });
+    drive(nothing_held);
+    REQUIRE(lease_a);
+    error_code a_ec = asio::error::would_block;
+    a.async_set(*lease_a, state{"job", {}, json::object{{"n", "A"}}}, [&](error_code ec) { a_ec = ec; });
+    drive([&](const auto& p) { return p.client == 0 && p.sql.starts_with(state_insert); });
+    auto pend = server->pending();
+    REQUIRE(pend.size() == 1);
+    REQUIRE(pend[0].sql.starts_with(state_insert));
+    server->step(0); // A's SELECT: the fence passes, its version is taken
+    pend = server->pending();
+    REQUIRE(pend.size() == 1);
+    REQUIRE(pend[0].commit); // A's block, not committed yet
+    server->set_server_clock(base.skewed(-std::chrono::hours(2)));
+    auto hold_a = [](const auto& p) { return p.client == 0 && p.commit; };
+    b.async_acquire_lock("job", [&](error_code ec, lease_type l) {
+        REQUIRE_FALSE(ec);
+        lease_b = std::move(l);
+    });
+    drive(hold_a);
+    REQUIRE(lease_b);
+    CHECK(lease_b->token() > lease_a->token());
+    error_code b_ec = asio::error::would_block;
+    b.async_set(*lease_b, state{"job", {}, json::object{{"n", "B"}}}, [&](error_code ec) { b_ec = ec; });
+    drive(hold_a);
+    CHECK_FALSE(b_ec); // B's write is confirmed
+    CHECK(a_ec == asio::error::would_block); // A still waits for its commit
+    drive(nothing_held);
+    CHECK(a_ec == errc::lock_lost); // "not confirmed": its row landed, and lost to B's
+    // A's row did land beside B's, and B's wins on version.
+    CHECK(sql(*server, "SELECT count() FROM stepback.state WHERE state_id = 'job'") == "2\n");
+    CHECK(sql(*server, "SELECT completed_state FROM stepback.state FINAL WHERE state_id = 'job'") ==
+          "{\"n\": \"B\"}\n");
+    server->merge_all();
+    CHECK(sql(*server, "SELECT completed_state FROM stepback.state WHERE state_id = 'job'") == "{\"n\": \"B\"}\n");
+    lease_b.reset();
+    lease_a.reset();
+    drive(nothing_held);
+}
+
 TEST_CASE("move-race on the simulation: a move while others update() its source loses no confirmed update") {
     auto server = simulated_clickhouse::create();
     for (const auto mode : {lock_mode::strict, lock_mode::seed_compatible}) {
