@@ -13,6 +13,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/object.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <cstdint>
@@ -21,6 +22,45 @@
 #include <string_view>
 
 namespace chstate::detail {
+
+/// A heap block as malloc hands it out for `n` bytes: an 8-byte header,
+/// 16-byte steps, at least 32.
+inline std::size_t heap_block(std::size_t n) {
+    return std::max<std::size_t>(32, (n + 8 + 15) / 16 * 16);
+}
+
+/// What a parsed JSON value holds on the heap beyond its own slot: an
+/// object's table and its keys, strings past Boost.JSON's short-string
+/// buffer, arrays' element blocks — the bytes a reply's rows really cost,
+/// several times their JSON text for small rows.
+inline std::size_t json_held_bytes(const json::value& v);
+
+inline std::size_t json_held_bytes(const json::object& o) {
+    std::size_t held = heap_block(16 + o.capacity() * (sizeof(json::key_value_pair) + sizeof(std::uint32_t)));
+    for (const auto& kv : o)
+        held += heap_block(kv.key().size() + 1) + json_held_bytes(kv.value());
+    return held;
+}
+
+inline std::size_t json_held_bytes(const json::value& v) {
+    switch (v.kind()) {
+    case json::kind::string: {
+        const std::size_t n = v.get_string().size();
+        return n <= 14 ? 0 : heap_block(n + 1 + 8);
+    }
+    case json::kind::array: {
+        const auto& a = v.get_array();
+        std::size_t held = heap_block(16 + a.capacity() * sizeof(json::value));
+        for (const auto& e : a)
+            held += json_held_bytes(e);
+        return held;
+    }
+    case json::kind::object:
+        return json_held_bytes(v.get_object());
+    default:
+        return 0;
+    }
+}
 
 class row_reader {
 public:

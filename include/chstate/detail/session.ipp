@@ -41,7 +41,15 @@ CHSTATE_DECL op<> session::execute(statement s, diagnostics& diag, cancellation 
 CHSTATE_DECL op<std::vector<json::object>> session::rows(statement s, diagnostics& diag, cancellation c) {
     std::vector<json::object> out;
     row_reader reader(options_.limits.max_row_bytes);
-    auto on_row = [&out](json::object&& row) {
+    // What the rows hold, not the reply's bytes: each object's table, keys
+    // and long strings, plus three slots per row, since growing the vector
+    // holds its old array beside one twice as long. (Counting wire bytes
+    // let endless small rows hold twice the bound and more.)
+    std::size_t held = 0;
+    auto on_row = [&](json::object&& row) {
+        held += json_held_bytes(row) + 3 * sizeof(json::object);
+        if (held > options_.limits.max_operation_bytes)
+            return over_operation_limit(held, diag);
         out.push_back(std::move(row));
         return error_code{};
     };

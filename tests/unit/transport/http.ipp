@@ -259,6 +259,27 @@ TEST_CASE("limits: endless ids from a hostile server stop at max_operation_bytes
     }
 }
 
+TEST_CASE("limits: endless lock rows to update() stop at max_operation_bytes, memory bounded") {
+    hostile_server_case hc;
+    // The seed lock's holder read (JSONEachRow, a bookkeeping reply of one
+    // row) answered with small rows forever. Each parsed row holds several
+    // times its text (an object's table, its key): the bound counts that,
+    // not the wire bytes, which let such replies hold 431-625 MiB under a
+    // 256 MiB bound.
+    scripted_server server = endless_server("ORDER BY lock_id LIMIT 1", "", "{\"lock_id\":\"a\"}\n");
+    reply_limits limits;
+    limits.max_operation_bytes = 16 << 20;
+    auto r = against(server, limits, [](auto& store) { store.update(state{"job", {}, json::object{{"n", 1}}}); });
+    INFO(r.message);
+    CHECK(server.triggered() > 0);
+    CHECK(r.ec == errc::reply_too_large);
+    CHECK(contains(r.message, "max_operation_bytes"));
+    CHECK(r.rss_growth < peak_rss_bound);
+    if (!sanitized_build)
+        CHECK(r.rss_growth < limits.max_operation_bytes + (std::size_t(8) << 20));
+    MESSAGE("endless lock rows: stopped after " << r.seconds << " s, peak RSS +" << (r.rss_growth >> 20) << " MiB");
+}
+
 TEST_CASE("limits: a row declaring 10 GB fails at once, before its bytes are read (default limits)") {
     hostile_server_case hc;
     // The partial state, a Nullable(String), declaring 10^10 bytes.
