@@ -102,16 +102,18 @@ struct lock_options {
     duration stale_age = 300s;     ///< seed_compatible: lock rows older than this are removed
     duration settle = 1s;          ///< seed_compatible: wait between inserting a candidate and deciding
     duration retry_interval = 1s;  ///< wait between attempts
-    duration lease_ttl = 60s;      ///< strict: a grant expires this long after it was taken or renewed
+    duration lease_ttl = 60s;      ///< strict: a grant expires this long after it was taken or renewed (server's clock)
     /// The protocol. automatic = strict on the embedded engine, seed_compatible
     /// elsewhere (a Python Meltano process on the same server only honours
     /// the seed's lock table).
     lock_mode mode = lock_mode::automatic;
-    /// strict: the most the clocks of the processes sharing a lock may
-    /// differ. A rival takes an expired grant over by its own clock, so a
-    /// fenced write whose reply arrives at least this long before the
-    /// lease's expiry (by ours) is confirmed without reading the grant
-    /// table again; a later reply is confirmed by that read.
+    /// strict: the grace a rival waits past a grant's expiry, on the
+    /// server's clock, before taking it over — room for the holder's steady
+    /// clock running slower than the server's (and, on a cluster, for
+    /// replicas' clocks that differ). Clients' wall clocks decide nothing.
+    /// A fenced write whose reply arrives at least this long before the
+    /// holder's own bound on its lease is confirmed without reading the
+    /// grant table again; a later reply is confirmed by that read.
     duration clock_skew = 1s;
 };
 
@@ -141,8 +143,9 @@ struct reply_limits {
     /// One row: a state's text (both parts), an id. Larger states are
     /// refused when read, so raise it before storing states this big.
     std::size_t max_row_bytes = std::size_t(256) << 20; // 256 MiB
-    /// Everything one operation keeps at once: the ids state_ids returns,
-    /// the rows of a bookkeeping query. get_all streams its states, so for
+    /// Everything one operation keeps at once, counted as held in memory:
+    /// the ids state_ids returns, the parsed rows of a bookkeeping query
+    /// (lock and grant reads). get_all streams its states, so for
     /// it the row limit is the bound. (A million ids of 100 bytes keep
     /// ~130 MB; a larger default would let any proxy make every listing
     /// cost that much.)
