@@ -703,3 +703,121 @@ TEST_CASE("config: more than 32 endpoints are refused where they are named, in o
     o.endpoints.resize(detail::max_endpoints);
     CHECK_FALSE(detail::validate_http_options(o, d));
 }
+
+TEST_CASE("config: hostile values in every URI setting and environment override end in a config or a typed error") {
+    // Each (setting, value) pair is a hostile-input case: from_uri and
+    // from_environment give a config or errc::invalid_configuration with a
+    // short message that never shows a password; an accepted HTTP config
+    // becomes http_options the transport accepts, and a request is built
+    // from them — nothing throws past the error-code forms (a 100 KB
+    // password once aborted the process at its first request).
+    const std::vector<std::pair<const char*, std::string>> values = {
+        {"empty", ""},
+        {"space", " "},
+        {"NUL", std::string("a\0b", 3)},
+        {"CR LF", "a\r\nX-Injected: 1"},
+        {"DEL", "a\x7f"},
+        {"non-UTF-8", "\xff\xfe"},
+        {"overlong UTF-8", "\xc0\xaf"},
+        {"unicode", "\xc3\xbc\xe6\x97\xa5"},
+        {"64 KiB", std::string(65536, 'x')},
+        {"1 MiB", std::string(std::size_t(1) << 20, 'y')},
+        {"percent garbage", "%zz%"},
+        {"negative", "-1"},
+        {"zero", "0"},
+        {"huge number", "99999999999999999999999"},
+        {"fraction", "1.5"},
+        {"unit overflow", "9999999999999h"},
+        {"quotes", "'\"`"},
+        {"comma", "a,b"},
+        {"at sign", "u@h"},
+        {"bracket", "[::1"},
+        {"slash", "a/b"},
+        {"question mark", "a?b=c"},
+        {"hash", "a#b"},
+        {"semicolon", "a;DROP TABLE x"},
+    };
+    auto encoded = [](std::string_view v) {
+        std::string out;
+        detail::append_url_encoded(out, v);
+        return out;
+    };
+    long cases = 0, failures = 0;
+    // The checks on one outcome; false (and a failed check) when one fails.
+    auto judge = [&](const std::string& where, const std::string& value, bool secret,
+                     const std::function<config(error_code&, diagnostics&)>& make) {
+        ++cases;
+        bool ok = true;
+        auto expect = [&](bool cond, const std::string& what) {
+            if (!cond) {
+                ok = false;
+                FAIL_CHECK(where << ": " << what);
+            }
+        };
+        try {
+            error_code ec;
+            diagnostics diag;
+            config c = make(ec, diag);
+            if (ec) {
+                expect(ec == errc::invalid_configuration, "not invalid_configuration: " + ec.message());
+                expect(!diag.message.empty() && diag.message.size() < 1000,
+                       "message of " + std::to_string(diag.message.size()) + " bytes");
+            } else if (c.engine == config::engine_kind::http) {
+                error_code hec;
+                diagnostics hdiag;
+                http_options o = make_http_options(c, hec, hdiag);
+                if (hec) {
+                    expect(hec == errc::invalid_configuration, "make_http_options: " + hec.message());
+                    diag.message = hdiag.message;
+                } else {
+                    expect(!detail::validate_http_options(o, hdiag), "accepted options the transport refuses");
+                    detail::request_parts parts;
+                    statement st{.sql = "SELECT 1", .format = "JSONEachRow", .idempotent = true, .name = "t"};
+                    expect(!detail::build_request(o, st, parts, hdiag), "no request: " + hdiag.message);
+                }
+            }
+            if (secret && value.size() >= 4)
+                expect(diag.message.find(value) == std::string::npos, "the message shows the password");
+        } catch (const std::exception& e) {
+            expect(false, std::string("threw: ") + e.what());
+        }
+        if (!ok)
+            ++failures;
+    };
+    const std::string base = "clickhouse://u:p@h:8123/db";
+    for (const auto& [name, v] : values) {
+        const std::string e = encoded(v);
+        const std::vector<std::tuple<std::string, std::string, bool>> uris = {
+            {"user", "clickhouse://" + e + ":p@h:8123/db", false},
+            {"password", "clickhouse://u:" + e + "@h:8123/db", true},
+            {"host", "clickhouse://u:p@" + e + ":8123/db", false},
+            {"port", "clickhouse://u:p@h:" + e + "/db", false},
+            {"database", "clickhouse://u:p@h:8123/" + e, false},
+            {"chdb path", "chdb:///tmp/" + e, false},
+        };
+        for (const auto& [what, uri, secret] : uris)
+            judge(std::string("URI ") + what + " = " + name, v, secret,
+                  [&](error_code& ec, diagnostics& d) { return config::from_uri(uri, ec, d); });
+        for (const char* key : {"secure", "ca_file", "schema", "table", "connect_timeout", "request_timeout",
+                                "lock_timeout", "cluster", "insert_quorum", "insert_quorum_timeout"})
+            judge(std::string("URI ") + key + " = " + name, v, false, [&](error_code& ec, diagnostics& d) {
+                return config::from_uri(base + "?" + key + "=" + e, ec, d);
+            });
+        for (const char* var : {"HOST", "PORT", "USER", "PASSWORD", "DATABASE", "SCHEMA", "TABLE", "SECURE", "CA_FILE",
+                                "CONNECT_TIMEOUT", "REQUEST_TIMEOUT", "LOCK_TIMEOUT", "CLUSTER", "INSERT_QUORUM"}) {
+            const std::map<std::string, std::string> env = {
+                {"MELTANO_STATE_BACKEND_URI", base}, {std::string("MELTANO_STATE_BACKEND_CLICKHOUSE_") + var, v}};
+            judge(std::string("environment ") + var + " = " + name, v, std::string_view(var) == "PASSWORD",
+                  [&](error_code& ec, diagnostics& d) { return config::from_environment(lookup_in(env), ec, d); });
+        }
+        judge(std::string("MELTANO_STATE_BACKEND_URI = ") + name, v, false, [&](error_code& ec, diagnostics& d) {
+            const std::map<std::string, std::string> env = {{"MELTANO_STATE_BACKEND_URI", v}};
+            return config::from_environment(lookup_in(env), ec, d);
+        });
+    }
+    test::hostile().cases += cases;
+    test::hostile().failures += failures;
+    MESSAGE("hostile configuration values: " << cases << " cases, " << failures << " failures");
+    CHECK(failures == 0);
+    CHECK(cases >= 700);
+}
