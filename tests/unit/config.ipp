@@ -785,7 +785,11 @@ TEST_CASE("config: hostile values in every URI setting and environment override 
             ++failures;
     };
     const std::string base = "clickhouse://u:p@h:8123/db";
-    for (const auto& [name, v] : values) {
+    // (Named copies, not structured bindings, inside the lambdas below:
+    // Clang 14 cannot capture a structured binding.)
+    for (const auto& entry : values) {
+        const char* const name = entry.first;
+        const std::string& v = entry.second;
         const std::string e = encoded(v);
         const std::vector<std::tuple<std::string, std::string, bool>> uris = {
             {"user", "clickhouse://" + e + ":p@h:8123/db", false},
@@ -795,9 +799,11 @@ TEST_CASE("config: hostile values in every URI setting and environment override 
             {"database", "clickhouse://u:p@h:8123/" + e, false},
             {"chdb path", "chdb:///tmp/" + e, false},
         };
-        for (const auto& [what, uri, secret] : uris)
-            judge(std::string("URI ") + what + " = " + name, v, secret,
+        for (const auto& u : uris) {
+            const std::string& uri = std::get<1>(u);
+            judge(std::string("URI ") + std::get<0>(u) + " = " + name, v, std::get<2>(u),
                   [&](error_code& ec, diagnostics& d) { return config::from_uri(uri, ec, d); });
+        }
         for (const char* key : {"secure", "ca_file", "schema", "table", "connect_timeout", "request_timeout",
                                 "lock_timeout", "cluster", "insert_quorum", "insert_quorum_timeout"})
             judge(std::string("URI ") + key + " = " + name, v, false, [&](error_code& ec, diagnostics& d) {
