@@ -541,11 +541,11 @@ TEST_CASE("json_text: errors say what and where") {
 
 TEST_CASE("json_text: an object of 1,000,000 keys parses in linear time") {
     // Linear, checked as a ratio (tests/complexity.hpp): twice the keys may
-    // cost at most 3x the user CPU time (a quadratic parse would cost 4x);
-    // the best of 5 rounds. (With the kernel's time counted, 3 rounds
-    // measured 3.03 once on a fresh-clone run beside four compiles, 2.66 in
-    // the suite: the larger parse's page faults; user time alone measured
-    // 2.19-2.34 beside a full test run.) Not 250,000 against 1,000,000 keys: that measured
+    // cost at most 3.5x the user CPU time (a quadratic parse costs 4x and
+    // more); the best of 5 rounds. Measured: 2.19-2.34 beside a full test
+    // run, 2.74 inside one on a fresh clone (the larger object's cache and
+    // TLB misses are user time too); with the kernel's time counted as well,
+    // 3.02 and 3.03 there, which failed a bound of 3. Not 250,000 against 1,000,000 keys: that measured
     // 4.2 idle and 12.7 on a fresh clone, where the small parse reused
     // memory already faulted in and the large one faulted in its own.
     auto object_text = [](int n) {
@@ -558,7 +558,7 @@ TEST_CASE("json_text: an object of 1,000,000 keys parses in linear time") {
     const std::string half = object_text(n / 2), text = object_text(n);
     const auto g = test::growth_of([&] { (void)parse_json(half); }, [&] { (void)parse_json(text); }, 5);
     MESSAGE("500,000 vs 1,000,000 keys: " << g);
-    CHECK(g.ratio() < 3.0);
+    CHECK(g.ratio() < 3.5);
     value v = parse_json(text);
     REQUIRE(v.as_object().size() == std::size_t(n));
     CHECK((v.at("key_999999") == 999999 && std::next(v.as_object().begin(), 500000)->first == "key_500000"));
