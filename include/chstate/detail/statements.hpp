@@ -416,8 +416,7 @@ public:
     statement claim_grant(std::string_view id, std::uint64_t token, std::string_view lock_id, std::uint64_t ttl_ms,
                           std::string_view dedup, std::uint64_t newest, std::uint64_t grace_ms) const {
         const std::string newest_token = std::to_string(newest);
-        auto parameters = event_parameters(id, token, lock_id, grant_event::grant, 0);
-        parameters.back() = uint_param("ttl_ms", ttl_ms);
+        auto parameters = expiring_grant_parameters(id, token, lock_id, ttl_ms);
         parameters.push_back(uint_param("grace_ms", grace_ms));
         return {.sql = expiring_grant_select(dedup) + " WHERE (SELECT max(token) = " + newest_token +
                        " AND (countIf(token = " + newest_token + " AND kind = 'release') > 0 OR countIf(token = " +
@@ -435,11 +434,9 @@ public:
     /// only while the holder still holds (fence_condition).
     statement renew_grant(std::string_view id, std::uint64_t token, std::string_view lock_id, std::uint64_t ttl_ms,
                           std::string_view dedup) const {
-        auto parameters = event_parameters(id, token, lock_id, grant_event::grant, 0);
-        parameters.back() = uint_param("ttl_ms", ttl_ms);
         return {.sql = expiring_grant_select(dedup) + " WHERE" +
                        fence_condition("state_id = {state_id:String}", "{lock_id:String}"),
-                .parameters = std::move(parameters),
+                .parameters = expiring_grant_parameters(id, token, lock_id, ttl_ms),
                 .idempotent = true,
                 .name = "grant.renew"};
     }
@@ -552,6 +549,14 @@ private:
     /// The server's clock in milliseconds: what every grant's expiry is
     /// written and judged on (strict mode needs 22.2, which has now64).
     static std::string server_now_ms() { return "toUInt64(toUnixTimestamp64Milli(now64(3)))"; }
+
+    /// expiring_grant_select's values: a grant event's, `ttl_ms` in place of its expiry.
+    static std::vector<parameter> expiring_grant_parameters(std::string_view id, std::uint64_t token,
+                                                            std::string_view lock_id, std::uint64_t ttl_ms) {
+        return {string_param("state_id", std::string(id)), uint_param("token", token),
+                string_param("lock_id", std::string(lock_id)), string_param("kind", kind_text(grant_event::grant)),
+                uint_param("ttl_ms", ttl_ms)};
+    }
 
     static std::vector<parameter> event_parameters(std::string_view id, std::uint64_t token, std::string_view lock_id,
                                                    grant_event kind, std::uint64_t expires_ms) {

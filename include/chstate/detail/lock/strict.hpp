@@ -95,8 +95,8 @@ enum class slot_outcome {
 };
 
 /// Reads the slot back; when ours, `steady_deadline_ms` (if given) is
-/// lowered to what the server's row leaves (steady_bound): the row may be
-/// an earlier send's of ours that deduplication kept.
+/// lowered to what the server's row leaves (steady_bound): a renewal's row
+/// may be another renewal's of the same lease, sent before our reading.
 CHSTATE_DECL op<slot_outcome> read_slot(session& s, const std::string& id, std::uint64_t token, const std::string& lock_id,
                                   diagnostics& diag, cancellation c = cancellation::honour,
                                   std::uint64_t* steady_deadline_ms = nullptr);

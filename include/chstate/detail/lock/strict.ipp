@@ -73,18 +73,16 @@ CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std:
         // a token, or our guess was stale), or this is our own INSERT resent
         // after a lost reply and deduplicated. The newest event tells which.
         s.forget_free_token(id);
-        const std::uint64_t asked = s.steady_ms();
         auto [lec, latest] = co_await grant_latest(s, id, diag);
         if (lec) {
             co_await withdraw_grant(s, id, next, mine);
             co_return std::tuple{lec, r};
         }
-        if (latest && latest->token == next && latest->lock_id == mine && !latest->released) {
-            // our own earlier send, kept: its expiry may be older than our bound
+        // (our own earlier send of this claim, kept: every send of it came
+        // after mine_held's reading, so its bound stands)
+        if (latest && latest->token == next && latest->lock_id == mine && !latest->released)
             r.won = std::move(mine_held);
-            r.won->steady_deadline_ms = std::min(r.won->steady_deadline_ms, steady_bound(asked, latest->expires_ms,
-                                                                                          latest->server_now_ms));
-        } else if (is_free(latest, skew_ms(s)))
+        else if (is_free(latest, skew_ms(s)))
             r.free_basis = latest ? latest->token : 0;
         co_return std::tuple{error_code{}, std::move(r)};
     }
@@ -98,8 +96,7 @@ CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std:
         r.won->unconfirmed = true;
         co_return std::tuple{error_code{}, std::move(r)};
     }
-    auto [hec, outcome] = co_await read_slot(s, id, next, mine, diag, cancellation::honour,
-                                             &mine_held.steady_deadline_ms);
+    auto [hec, outcome] = co_await read_slot(s, id, next, mine, diag);
     if (hec) {
         co_await withdraw_grant(s, id, next, mine);
         co_return std::tuple{hec, r};
