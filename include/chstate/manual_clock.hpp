@@ -109,8 +109,10 @@ public:
     template <class CompletionToken>
     auto async_wait(asio::any_io_executor ex, duration d, CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
-            [this](auto handler, asio::any_io_executor ex, duration d) {
-                start_wait(std::move(handler), std::move(ex), d);
+            // (named, not `this`: Clang 14's -Wunused-lambda-capture misses a
+            // member call inside a generic lambda)
+            [self = this](auto handler, asio::any_io_executor ex, duration d) {
+                self->start_wait(std::move(handler), std::move(ex), d);
             },
             token, std::move(ex), d);
     }
