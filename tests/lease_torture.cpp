@@ -30,7 +30,9 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <algorithm>
 #include <cinttypes>
@@ -157,12 +159,14 @@ public:
                 t_.fail(std::string(act_.what.load()) + ": " + e.what());
             }
         }
-        // One more operation gives back what a failed release left (orphans).
-        act_.set("final get");
+        // drain() gives back what a failed release left (orphans) and
+        // waits for the background cleanup of acquires that gave up (a
+        // claim that landed after its caller's deadline).
+        act_.set("drain");
         try {
-            store_.get(t_.id);
+            store_.drain();
         } catch (const std::exception& e) {
-            t_.fail(std::string("final get: ") + e.what());
+            t_.fail(std::string("drain: ") + e.what());
         }
         act_.set("done");
     }
@@ -694,3 +698,241 @@ TEST_CASE("embedded: update() with lease_ttl below an update's own latency (upda
 
 } // TEST_SUITE
 } // namespace short_lease_updates
+
+// ---- lock-timeout: lock.timeout bounds the call, whatever a statement does --
+//
+// Each thread's store runs over a transport that holds every claim (strict:
+// grant.claim; seed: lock.insert_candidate) back until the test opens the
+// gate after the call has returned (or, so that a regression hangs no
+// longer, hold_max later). A call that waited for its claim could only
+// return after the gate opened: `waited` counts calls whose claim had
+// already been answered when they returned, which the causal order alone
+// decides, not a clock. The overshoot past lock.timeout is measured and
+// printed. The claims then land after their callers gave up: drain() waits
+// for the background cleanup, and no grant or lock row may be left.
+namespace lock_timeout_calls {
+using namespace chstate;
+using namespace std::chrono_literals;
+using test::env_or;
+
+/// chdb_transport that holds back the statements named `held_name` until
+/// open() (or hold_max), remembering for each whether it was answered.
+class gated_transport {
+public:
+    struct held_statement {
+        std::mutex m;
+        bool sent = false;
+        std::atomic<bool> answered{false};
+        std::function<void()> send; ///< runs once, under m
+        std::shared_ptr<asio::steady_timer> hold_max; ///< on a strand of its own
+        void release() {
+            std::lock_guard lk(m);
+            if (!sent) {
+                sent = true;
+                send();
+                asio::post(hold_max->get_executor(), [t = hold_max] { t->cancel(); });
+            }
+        }
+    };
+    struct log {
+        std::mutex m;
+        std::vector<std::shared_ptr<held_statement>> held;
+        bool open_for_good = false;
+    };
+
+    gated_transport(chdb_transport inner, std::string held_name, std::chrono::milliseconds hold_max)
+        : inner_(std::move(inner)), name_(std::move(held_name)), hold_max_(hold_max) {}
+
+    auto get_executor() const { return inner_.get_executor(); }
+    static constexpr bool embedded_engine = true;
+
+    /// How many statements have been held so far.
+    std::size_t held_count() const {
+        std::lock_guard lk(log_->m);
+        return log_->held.size();
+    }
+    /// Of the statements held since `from`: how many were answered already.
+    std::size_t answered_since(std::size_t from) const {
+        std::lock_guard lk(log_->m);
+        std::size_t n = 0;
+        for (std::size_t i = from; i < log_->held.size(); ++i)
+            n += log_->held[i]->answered.load() ? 1 : 0;
+        return n;
+    }
+    /// Sends every statement held so far; `for_good`: and holds none from now on.
+    void open(bool for_good = false) const {
+        std::vector<std::shared_ptr<held_statement>> all;
+        {
+            std::lock_guard lk(log_->m);
+            all = log_->held;
+            log_->open_for_good = log_->open_for_good || for_good;
+        }
+        for (const auto& h : all)
+            h->release();
+    }
+
+    template <class CompletionToken>
+    auto async_execute(const statement& stmt, result_sink sink, diagnostics& diag, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [this](auto handler, const statement* s, result_sink sk, diagnostics* d) {
+                // Decided under the log's lock, so open(true) never misses one.
+                std::unique_lock lk(log_->m);
+                if (s->name != name_ || log_->open_for_good) {
+                    lk.unlock();
+                    inner_.async_execute(*s, std::move(sk), *d, std::move(handler));
+                    return;
+                }
+                using handler_t = decltype(handler);
+                auto h = std::make_shared<held_statement>();
+                auto kept = std::make_shared<const statement>(*s);
+                auto shared_handler = std::make_shared<handler_t>(std::move(handler));
+                auto work = asio::prefer(asio::get_associated_executor(*shared_handler, inner_.get_executor()),
+                                         asio::execution::outstanding_work.tracked);
+                h->send = [inner = inner_, h_weak = std::weak_ptr<held_statement>(h), kept, sk = std::move(sk), d,
+                           shared_handler, work]() mutable {
+                    auto answered = h_weak.lock();
+                    inner.async_execute(*kept, std::move(sk), *d, [answered, kept, shared_handler, work](error_code ec) {
+                        answered->answered = true;
+                        asio::post(work, [shared_handler, ec, work] { std::move(*shared_handler)(ec); });
+                    });
+                };
+                h->hold_max = std::make_shared<asio::steady_timer>(asio::make_strand(inner_.get_executor()), hold_max_);
+                log_->held.push_back(h);
+                lk.unlock();
+                h->hold_max->async_wait([weak = std::weak_ptr<held_statement>(h)](error_code ec) {
+                    if (auto h = weak.lock(); h && !ec)
+                        h->release();
+                });
+            },
+            token, &stmt, std::move(sink), &diag);
+    }
+
+private:
+    chdb_transport inner_;
+    std::string name_;
+    std::chrono::milliseconds hold_max_;
+    std::shared_ptr<log> log_ = std::make_shared<log>();
+};
+
+TEST_SUITE("embedded") {
+
+TEST_CASE("embedded: every locked call returns within lock.timeout while its claim is still running (lock-timeout)") {
+    const int threads = static_cast<int>(env_or("CHSTATE_LOCK_TIMEOUT_THREADS", 4));
+    const int calls_per_mode = static_cast<int>(env_or("CHSTATE_LOCK_TIMEOUT_CALLS", 300));
+    const auto timeout = std::chrono::milliseconds(env_or("CHSTATE_LOCK_TIMEOUT_MS", 50));
+    const auto hold_max = 20s; // only a call that waits for its claim meets it
+    std::vector<double> overshoots_ms;
+    int calls = 0, timed_out = 0, won = 0, waited = 0, left_behind = 0;
+    std::vector<std::string> unexpected;
+    for (const lock_mode mode : {lock_mode::strict, lock_mode::seed_compatible}) {
+        const bool strict = mode == lock_mode::strict;
+        store_options o;
+        o.schema = test::unique_schema("lock_timeout");
+        o.lock.mode = mode;
+        o.lock.timeout = timeout;
+        o.lock.retry_interval = 10ms;
+        o.lock.settle = 10ms;
+        const std::vector<std::string> ids = {"a", "b", "c"};
+        {
+            basic_state_store<chdb_transport> setup(chdb_transport(embedded_tests::shared_engine()), o);
+            setup.ensure_schema();
+        }
+        std::mutex m;
+        std::atomic<int> next_call{0};
+        std::vector<std::thread> pool;
+        for (int k = 0; k < threads; ++k)
+            pool.emplace_back([&, k] {
+                gated_transport gate(chdb_transport(embedded_tests::shared_engine()),
+                                     strict ? "grant.claim" : "lock.insert_candidate",
+                                     std::chrono::duration_cast<std::chrono::milliseconds>(hold_max));
+                basic_state_store<gated_transport> store(gate, o);
+                for (int i; (i = next_call++) < calls_per_mode;) {
+                    const std::string& id = ids[std::size_t(i) % ids.size()];
+                    const std::size_t mark = gate.held_count();
+                    const auto start = std::chrono::steady_clock::now();
+                    error_code ec;
+                    std::string what;
+                    try {
+                        if (i % 2 == 0)
+                            store.acquire_lock(id).release();
+                        else
+                            store.update(state{id, json::object{{"k" + std::to_string(k), i}}, {}});
+                    } catch (const chstate::error& e) {
+                        ec = e.code();
+                        what = e.what();
+                    }
+                    const auto elapsed = std::chrono::steady_clock::now() - start;
+                    const std::size_t answered = gate.answered_since(mark);
+                    gate.open();
+                    std::lock_guard lk(m);
+                    ++calls;
+                    if (!ec)
+                        ++won; // the protocol's result came just as the wait ended: handed over
+                    else if (ec == errc::state_id_locked) {
+                        ++timed_out;
+                        overshoots_ms.push_back(std::chrono::duration<double, std::milli>(elapsed - timeout).count());
+                        if (answered > 0) {
+                            ++waited;
+                            unexpected.push_back("a call returned after its claim was answered: " + what);
+                        }
+                    } else
+                        unexpected.push_back(what);
+                }
+                gate.open(true); // the background protocols' claims still to come go through too
+                try {
+                    store.drain();
+                    if (store.background_cleanups() != 0)
+                        throw std::runtime_error("background cleanups left after drain()");
+                    if (store.orphaned_locks() != 0)
+                        throw std::runtime_error(std::to_string(store.orphaned_locks()) +
+                                                 " orphaned locks left after drain()");
+                } catch (const std::exception& e) {
+                    std::lock_guard lk(m);
+                    unexpected.push_back(std::string("drain: ") + e.what());
+                }
+            });
+        for (auto& th : pool)
+            th.join();
+        // What the late claims left: strict, a grant without its release;
+        // seed, a lock row.
+        chdb_transport tr(embedded_tests::shared_engine());
+        if (strict) {
+            std::istringstream rows(test::raw_sql(
+                tr, "SELECT count() FROM (SELECT state_id, token FROM `" + o.schema +
+                        "`.`state_grant` GROUP BY state_id, token HAVING countIf(kind = 'release') = 0)"));
+            int n = 0;
+            rows >> n;
+            left_behind += n;
+            if (n)
+                MESSAGE("strict grant events:\n"
+                        << test::raw_sql(tr, "SELECT state_id, token, kind, lock_id, expires_ms FROM `" + o.schema +
+                                                 "`.`state_grant` ORDER BY state_id, token, kind"));
+        } else {
+            std::istringstream rows(test::raw_sql(tr, "SELECT count() FROM `" + o.schema + "`.`state_lock`"));
+            int n = 0;
+            rows >> n;
+            left_behind += n;
+            if (n)
+                MESSAGE("seed lock rows:\n" << test::raw_sql(tr, "SELECT * FROM `" + o.schema + "`.`state_lock`"));
+        }
+    }
+    std::sort(overshoots_ms.begin(), overshoots_ms.end());
+    const double max_overshoot = overshoots_ms.empty() ? 0 : overshoots_ms.back();
+    const double median = overshoots_ms.empty() ? 0 : overshoots_ms[overshoots_ms.size() / 2];
+    std::printf("lock-timeout: calls=%d max_overshoot_ms=%.0f left_behind=%d\n", calls, max_overshoot, left_behind);
+    std::printf("lock-timeout detail: threads=%d lock.timeout=%lldms claims held until the call returned; "
+                "timed_out=%d handed_over=%d waited_for_claim=%d median_overshoot_ms=%.1f (strict and seed_compatible, "
+                "acquire_lock and update)\n",
+                threads, static_cast<long long>(timeout.count()), timed_out, won, waited, median);
+    std::fflush(stdout);
+    for (const auto& u : unexpected)
+        MESSAGE("unexpected: " << u);
+    CHECK(calls >= 2 * calls_per_mode);
+    CHECK(timed_out > 0);
+    CHECK(waited == 0);
+    CHECK(left_behind == 0);
+    CHECK(unexpected.empty());
+}
+
+} // TEST_SUITE
+} // namespace lock_timeout_calls
