@@ -1554,6 +1554,111 @@ TEST_CASE("versions: a server clock stepping back between a fenced write's check
     drive(nothing_held);
 }
 
+TEST_CASE("lock.timeout bounds the call: a claim the server holds back is left running, and given back when it "
+          "lands") {
+    // The server keeps every claim of client 0 pending. The acquire must
+    // end at exactly lock.timeout (+ acquire_deadline_slack) on the store's
+    // clock with state_id_locked, its claim still pending; when the claim
+    // is then delivered, the protocol running apart wins it and gives it
+    // back at once. A cancelled acquire ends at once, and its claim too is
+    // given back when it lands. Simulated time: exact, whatever the load.
+    for (const lock_mode mode : {lock_mode::strict, lock_mode::seed_compatible}) {
+        const bool strict = mode == lock_mode::strict;
+        const std::string protocol = strict ? "strict" : "seed_compatible";
+        CAPTURE(protocol);
+        manual_clock base(time_point{} + std::chrono::seconds(1'700'000'000));
+        auto server = simulated_clickhouse::create(base, true);
+        store_options o;
+        o.schema = "bounded";
+        o.lock.mode = mode;
+        o.lock.timeout = 5s;
+        asio::io_context ioc;
+        using sim_store = basic_state_store<simulated_transport, manual_clock>;
+        using lease_type = basic_lock_lease<sim_store>;
+        sim_store a(ioc.get_executor(), simulated_transport(server, ioc.get_executor(), 0, 0), o, base);
+        sim_store b(ioc.get_executor(), simulated_transport(server, ioc.get_executor(), 1, 0), o, base);
+        const std::string claim = strict ? "INSERT INTO `bounded`.`state_grant`" : "INSERT INTO `bounded`.`state_lock`";
+        // Delivers what `hold` does not keep back; lets simulated time pass
+        // when only waits are left, unless told not to.
+        auto drive = [&](auto hold, bool let_time_pass = true) {
+            for (int guard = 0; guard < 200000; ++guard) {
+                ioc.restart();
+                if (ioc.poll() > 0)
+                    continue;
+                auto pend = server->pending();
+                bool stepped = false;
+                for (std::size_t k = 0; k < pend.size() && !stepped; ++k)
+                    if (!hold(pend[k])) {
+                        server->step(k);
+                        stepped = true;
+                    }
+                if (!stepped && (!let_time_pass || !base.advance_to_next()))
+                    return;
+            }
+            FAIL("the schedule did not settle");
+        };
+        auto nothing_held = [](const auto&) { return false; };
+        auto claims_of_a = [&](const auto& p) { return p.client == 0 && p.sql.starts_with(claim); };
+        auto lock_is_free = [&] { // b takes and gives back the lock at once
+            error_code b_ec = asio::error::would_block;
+            b.async_acquire_lock("job", [&](error_code ec, lease_type l) {
+                b_ec = ec;
+                if (!ec)
+                    l.async_release([](error_code) {});
+            });
+            const time_point asked = base.now();
+            drive(nothing_held);
+            return !b_ec && base.now() - asked < o.lock.timeout;
+        };
+        error_code schema_ec = asio::error::would_block;
+        b.async_ensure_schema([&](error_code ec) { schema_ec = ec; });
+        drive(nothing_held);
+        REQUIRE_FALSE(schema_ec);
+
+        // The deadline passes while the claim is pending.
+        const time_point start = base.now();
+        error_code a_ec = asio::error::would_block;
+        time_point returned;
+        a.async_acquire_lock("job", [&](error_code ec, lease_type) {
+            a_ec = ec;
+            returned = base.now();
+        });
+        drive(claims_of_a);
+        CHECK(a_ec == errc::state_id_locked);
+        CHECK(returned - start == o.lock.timeout + detail::acquire_deadline_slack);
+        REQUIRE(server->pending().size() == 1); // the claim, still running
+        CHECK(a.background_cleanups() == 1);
+        drive(nothing_held); // it lands; the protocol apart wins it and gives it back
+        CHECK(a.background_cleanups() == 0);
+        if (strict)
+            CHECK(sql(*server, "SELECT kind FROM bounded.state_grant WHERE state_id = 'job' ORDER BY token, kind") ==
+                  "grant\nrelease\n");
+        else
+            CHECK(sql(*server, "SELECT count() FROM bounded.state_lock") == "0\n");
+        CHECK(lock_is_free());
+
+        // A cancelled acquire ends at once; its claim lands later and goes back.
+        asio::cancellation_signal cancel;
+        a_ec = asio::error::would_block;
+        a.async_acquire_lock("job", asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, lease_type) {
+                                 a_ec = ec;
+                                 returned = base.now();
+                             }));
+        drive(claims_of_a, false);
+        REQUIRE(server->pending().size() == 1);
+        CHECK(a_ec == asio::error::would_block);
+        const time_point cancelled_at = base.now();
+        cancel.emit(asio::cancellation_type::terminal);
+        drive(claims_of_a, false);
+        CHECK(a_ec == asio::error::operation_aborted);
+        CHECK(returned == cancelled_at);
+        drive(nothing_held);
+        CHECK(a.background_cleanups() == 0);
+        CHECK(a.orphaned_locks() == 0);
+        CHECK(lock_is_free());
+    }
+}
+
 TEST_CASE("move-race on the simulation: a move while others update() its source loses no confirmed update") {
     auto server = simulated_clickhouse::create();
     for (const auto mode : {lock_mode::strict, lock_mode::seed_compatible}) {
