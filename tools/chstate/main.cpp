@@ -762,26 +762,7 @@ int main(int argc, char** argv) {
         if (int interrupted = wait_for_embedded_folder(inv, cfg))
             return interrupted;
         auto store = chstate::open(cfg);
-        // Before the process ends, the store gives back what its failures
-        // left and waits for its background cleanup (a lock claim that
-        // landed after its acquire gave up at the lock timeout): exiting
-        // first would leave that lock held until its lease ran out.
-        auto drain = [&store] {
-            try {
-                store.drain();
-            } catch (const std::exception&) {
-                // what is not given back still ages out
-            }
-        };
-        int status = cli::exit_failure;
-        try {
-            status = run(store, inv, cfg, child_mask);
-        } catch (...) {
-            drain();
-            throw;
-        }
-        drain();
-        return status;
+        return run(store, inv, cfg, child_mask);
     } catch (const cli::failure& f) {
         report(inv.command, f.what());
         return f.status;
