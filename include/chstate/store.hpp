@@ -31,7 +31,6 @@
 //   set_all(states)                                one bulk INSERT
 //   copy(src, dst), move(src, dst), merge(src, dst)  as Meltano's state service
 //   acquire_lock(id)   -> lock_lease
-//   drain()                                        give back what failures left; wait for background cleanup
 //
 // Executors. Operations run on a strand of the store's executor (by
 // default the transport's) and complete on the handler's associated
@@ -120,22 +119,6 @@ public:
     /// it has not yet given back (it tries before each later operation;
     /// unreturned rows age out: stale_age, lease_ttl).
     std::size_t orphaned_locks() const { return core_->sess().orphaned_locks(); }
-
-    // ---- drain ----------------------------------------------------------------
-
-    /// Gives back the orphaned locks now and waits until the cleanup this
-    /// store runs in the background has ended: an acquire that gave up at
-    /// lock.timeout while its statement still ran returns at once and
-    /// leaves that statement to end apart, giving back a claim that lands
-    /// late (lock.hpp). Call it before a process exits (or a test looks at
-    /// the lock tables) so that nothing the store took outlives it.
-    template <class CompletionToken = default_token>
-    auto async_drain(CompletionToken&& token = {}) {
-        return detail::async_run<>(core_, std::forward<CompletionToken>(token), draining());
-    }
-    void drain() { detail::run_blocking<>(core_, draining()); }
-    /// Background cleanups still running (drain() waits for them).
-    std::size_t background_cleanups() const { return core_->background(); }
 
     // ---- ensure_schema ------------------------------------------------------
 
@@ -372,20 +355,6 @@ private:
         auto st = detail::lease_access::state_of(lease);
         return detail::bind_op(detail::set_under_lease, st != nullptr,
                                st ? st->snapshot() : detail::held_lock{}, std::move(s));
-    }
-    auto draining() {
-        return [core = core_](detail::session& s, diagnostics&) -> detail::op<> {
-            // Background work can leave orphans (a late claim whose release
-            // failed): give back after it has ended, and once more.
-            for (int round = 0; round < 2; ++round) {
-                if (auto ec = co_await core->settled(); ec)
-                    co_return std::tuple{ec};
-                if (!s.known() || s.orphaned_locks() == 0)
-                    break;
-                co_await detail::give_back_orphans(s);
-            }
-            co_return std::tuple{error_code{}};
-        };
     }
     auto acquiring(std::string id) {
         return [core = core_, id = std::move(id)](detail::session& s, diagnostics& d) -> detail::op<lock_lease> {

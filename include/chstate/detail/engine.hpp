@@ -50,9 +50,6 @@ public:
 
     /// The executor the store runs its operations on by default.
     virtual asio::any_io_executor get_executor() const = 0;
-    /// Where work that outlives its operation runs (store_core.hpp): the
-    /// transport's executor, which runs as long as the transport does.
-    virtual asio::any_io_executor background_executor() const = 0;
     /// What the transport declares beyond the concept (transport.hpp).
     virtual transport_traits traits() const = 0;
     /// The store's Clock.
@@ -152,7 +149,6 @@ public:
         : ex_(std::move(ex)), transport_(std::move(transport)), clock_(std::move(clock)) {}
 
     asio::any_io_executor get_executor() const override { return ex_; }
-    asio::any_io_executor background_executor() const override { return transport_.get_executor(); }
 
     transport_traits traits() const override {
         if constexpr (requires(const Transport& t) {

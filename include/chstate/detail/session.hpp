@@ -88,8 +88,6 @@ inline asio::awaitable<bool> cancelled() {
 
 using row_handler = std::function<error_code(std::span<const rb_field>)>;
 
-class store_core;
-
 class session {
 public:
     session(engine& e, store_options options) : engine_(e), options_(std::move(options)) {}
@@ -97,10 +95,6 @@ public:
     session& operator=(const session&) = delete;
 
     engine& eng() noexcept { return engine_; }
-    /// The store this session is part of (store_core.hpp): what work that
-    /// outlives its operation holds on to. Null only for a bare session.
-    store_core* core() const noexcept { return core_; }
-    void belongs_to(store_core* core) noexcept { core_ = core; }
     const store_options& options() const noexcept { return options_; }
     time_point now() const { return engine_.now(); }
     /// The store's clock in milliseconds since the epoch.
@@ -226,7 +220,6 @@ private:
     asio::awaitable<error_code> send(const statement& s, const result_sink& sink, diagnostics& diag, cancellation c);
 
     engine& engine_;
-    store_core* core_ = nullptr;
     const store_options options_;
     mutable std::mutex mutex_;
     std::shared_ptr<const resolved> resolved_;

@@ -63,49 +63,27 @@ CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostic
     }
     const time_point deadline = how.deadline ? *how.deadline : s.now() + timeout;
     const duration left = std::max(duration::zero(), std::chrono::duration_cast<duration>(deadline - s.now()));
-    std::shared_ptr<store_core> core = s.core() ? s.core()->weak_from_this().lock() : nullptr;
-    if (!core) { // a session outside a store: nothing to run the protocol apart on
-        acquire_notes notes;
-        co_return co_await run_protocol(s, id, deadline, diag, how, notes);
-    }
+    // The protocol's own rounds end at the deadline (its message says so);
+    // the race ends one that a statement or settle wait holds past it.
+    // Both results are kept: a protocol that won just as the race ended (or
+    // as the caller cancelled) hands its lease over — never drops it.
+    // (The group waits for both children: `notes` outlives the protocol.)
+    acquire_notes notes;
     auto ex = co_await asio::this_coro::executor;
-    auto race = std::make_shared<acquire_race>(s.eng().background_executor());
-    auto protocol = start_background(core, core->background_executor(ex), [race, id, deadline, how](session& apart) {
-        return run_apart(apart, race, id, deadline, how);
-    });
-    auto [order, done_failed, done, wait_failed, waited] =
+    auto [order, protocol_failed, protocol, wait_failed, waited] =
         co_await asio::experimental::make_parallel_group(
-            asio::co_spawn(ex, race->result_ready(), asio::deferred),
+            asio::co_spawn(ex, run_protocol(s, id, deadline, diag, how, notes), asio::deferred),
             asio::co_spawn(ex, deadline_wait(s, left + acquire_deadline_slack), asio::deferred))
             .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
-    if (done_failed || wait_failed) // neither throws: a bug, or bad_alloc
-        std::rethrow_exception(done_failed ? done_failed : wait_failed);
-    if (auto result = race->take_or_abandon()) {
-        auto& [ec, held] = *result;
-        diag = race->diag; // the protocol's last words (written before its result)
+    if (protocol_failed || wait_failed) // neither throws: a bug, or bad_alloc
+        std::rethrow_exception(protocol_failed ? protocol_failed : wait_failed);
+    auto& [ec, held] = protocol;
+    if (order[0] == 0 || !ec)
         co_return std::tuple{ec, std::move(held)};
-    }
-    // The caller stopped waiting first: the deadline passed, or it was
-    // cancelled. The protocol goes on apart and gives back what it wins.
-    if (auto [wec] = waited; wec) {
-        protocol->request_cancel(asio::cancellation_type::terminal);
+    // The wait ended first: the deadline passed, or the caller cancelled.
+    if (auto [wec] = waited; wec)
         co_return std::tuple{wec, held_lock{}};
-    }
-    co_return std::tuple{could_not_acquire(diag, id, deadline_detail(race->notes.seen(), timeout, true)), held_lock{}};
-}
-
-CHSTATE_DECL asio::awaitable<void> run_apart(session& s, std::shared_ptr<acquire_race> race, std::string id,
-                                             time_point deadline, acquire_request how) {
-    auto [ec, held] = co_await run_protocol(s, id, deadline, race->diag, how, race->notes);
-    if (race->hand_over(ec, held))
-        co_return;
-    // Nobody waits for it any more: a lease won late goes back at once,
-    // and so does what the protocol's own failures left (orphans).
-    if (!ec) {
-        diagnostics release_diag;
-        co_await release(s, held, release_diag, cancellation::ignore);
-    }
-    co_await give_back_orphans(s);
+    co_return std::tuple{could_not_acquire(diag, id, deadline_detail(notes, timeout, true)), held_lock{}};
 }
 
 CHSTATE_DECL op<> release(session& s, const held_lock& h, diagnostics& diag, cancellation c) {

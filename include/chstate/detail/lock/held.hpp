@@ -6,7 +6,6 @@
 #include <chstate/detail/shown.hpp>
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 namespace chstate::detail {
@@ -74,42 +73,20 @@ inline std::string lock_lost_message(const held_lock& h, const std::string& why)
            (why.empty() ? std::string() : ": " + why);
 }
 
-/// What an acquire saw of rivals, as its message tells when it gives up.
-struct acquire_seen {
+/// What an acquire saw of rivals, for its message when it gives up.
+struct acquire_notes {
     std::string holder;      ///< the lock_id holding the id at the last check; empty: free
     bool rival_won = false;  ///< a round the id looked free went to another client
 };
 
-/// acquire_seen as the protocol writes it and a caller that stopped waiting
-/// for the protocol (acquire.hpp) reads it, from another thread.
-class acquire_notes {
-public:
-    void saw_holder(std::string lock_id) {
-        std::lock_guard lk(mutex_);
-        seen_.holder = std::move(lock_id);
-    }
-    void saw_rival_win() {
-        std::lock_guard lk(mutex_);
-        seen_.rival_won = true;
-    }
-    acquire_seen seen() const {
-        std::lock_guard lk(mutex_);
-        return seen_;
-    }
-
-private:
-    mutable std::mutex mutex_;
-    acquire_seen seen_;
-};
-
 /// could_not_acquire's detail for a deadline that passed: who held the id,
 /// or that nobody was seen and the lock's own statements took the time
-/// (`still_running`: one was still running when the caller stopped waiting).
-inline std::string deadline_detail(const acquire_seen& seen, duration timeout, bool still_running) {
+/// (`still_running`: they were cut short by the deadline).
+inline std::string deadline_detail(const acquire_notes& notes, duration timeout, bool still_running) {
     const std::string limit = "lock.timeout of " + std::to_string(timeout.count()) + " ms";
-    if (!seen.holder.empty())
-        return "held by lock_id " + shown(seen.holder) + " at the last check; " + limit + " passed";
-    if (seen.rival_won)
+    if (!notes.holder.empty())
+        return "held by lock_id " + shown(notes.holder) + " at the last check; " + limit + " passed";
+    if (notes.rival_won)
         return "another client won the rounds in which it looked free; " + limit + " passed";
     return "no holder was seen: the lock's own statements " +
            std::string(still_running ? "were still running when " + limit + " passed"

@@ -80,6 +80,7 @@ CHSTATE_DECL op<bool> try_candidate(session& s, const std::string& id, const std
 
 CHSTATE_DECL op<held_lock> acquire_seed(session& s, const std::string& id, time_point deadline, diagnostics& diag,
                                         acquire_notes& notes) {
+    const lock_options& lo = s.options().lock;
     for (;;) {
         const time_point checked = s.now();
         auto [ec, holder] = co_await lock_holder(s, id, diag);
@@ -87,7 +88,7 @@ CHSTATE_DECL op<held_lock> acquire_seed(session& s, const std::string& id, time_
             std::tie(ec, holder) = co_await clear_stale_then_holder(s, id, diag);
         if (ec)
             co_return std::tuple{ec, held_lock{}};
-        notes.saw_holder(holder ? *holder : std::string());
+        notes.holder = holder ? *holder : std::string();
         if (!holder) {
             std::string mine = random_uuid();
             auto [cec, won] = co_await try_candidate(s, id, mine, checked, deadline, diag);
@@ -95,10 +96,10 @@ CHSTATE_DECL op<held_lock> acquire_seed(session& s, const std::string& id, time_
                 co_return std::tuple{cec, held_lock{}};
             if (won)
                 co_return std::tuple{error_code{}, held_lock{.state_id = id, .lock_id = std::move(mine)}};
-            notes.saw_rival_win();
+            notes.rival_won = true;
         }
         if (s.now() >= deadline)
-            co_return std::tuple{could_not_acquire(diag, id, deadline_detail(notes.seen(), s.options().lock.timeout, false)),
+            co_return std::tuple{could_not_acquire(diag, id, deadline_detail(notes, s.options().lock.timeout, false)),
                                  held_lock{}};
         if (auto [wec] = co_await s.wait(until_next_round(s, deadline)); wec)
             co_return std::tuple{wec, held_lock{}};

@@ -121,7 +121,7 @@ CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, tim
                 co_return std::tuple{ec, held_lock{}};
             if (is_free(latest, skew_ms(s)))
                 basis = latest ? latest->token : 0;
-            notes.saw_holder(basis ? std::string() : latest->lock_id);
+            notes.holder = basis ? std::string() : latest->lock_id;
         }
         if (basis) {
             const std::uint64_t next = std::max(*basis + 1, vacant_token + 1);
@@ -131,7 +131,7 @@ CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, tim
             if (r.won)
                 co_return std::tuple{error_code{}, std::move(*r.won)};
             if (!r.vacant)
-                notes.saw_rival_win();
+                notes.rival_won = true;
             basis.reset();
             if (r.vacant) {
                 vacant_token = next;
@@ -144,7 +144,7 @@ CHSTATE_DECL op<held_lock> acquire_strict(session& s, const std::string& id, tim
             }
         }
         if (s.now() >= deadline)
-            co_return std::tuple{could_not_acquire(diag, id, deadline_detail(notes.seen(), s.options().lock.timeout, false)),
+            co_return std::tuple{could_not_acquire(diag, id, deadline_detail(notes, s.options().lock.timeout, false)),
                                  held_lock{}};
         if (auto [wec] = co_await s.wait(until_next_round(s, deadline)); wec)
             co_return std::tuple{wec, held_lock{}};
