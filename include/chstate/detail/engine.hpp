@@ -130,14 +130,22 @@ bool running_in_this_thread(const Executor& ex) {
 /// when they go, so the transport thread never touches the caller's
 /// context after the post; the hop onto the strand happens on the caller's
 /// own thread.
+///
+/// The cancellation slot is cleared there too, on the operation's strand,
+/// where its signal is emitted: a transport thread clearing it could free
+/// the handler while the strand emits into it.
 template <class Resume>
 auto hand_back(Resume resume, asio::cancellation_slot slot) {
     auto strand = asio::get_associated_executor(resume);
     auto beneath = beneath_strands(strand);
     return asio::bind_cancellation_slot(
-        slot, asio::bind_executor(std::move(beneath), [resume = std::move(resume), strand = std::move(strand)](
+        slot, asio::bind_executor(std::move(beneath), [resume = std::move(resume), strand = std::move(strand), slot](
                                                           error_code ec) mutable {
-            asio::dispatch(strand, [resume = std::move(resume), ec]() mutable { std::move(resume)(ec); });
+            asio::dispatch(strand, [resume = std::move(resume), ec, slot]() mutable {
+                if (slot.is_connected())
+                    slot.clear();
+                std::move(resume)(ec);
+            });
         }));
 }
 

@@ -89,6 +89,10 @@
 //
 // Cancellation: the handler's cancellation slot (any type) closes the
 // operation's connection and completes with asio::error::operation_aborted.
+// The transport does not clear the slot when it completes (it completes on
+// a thread of its own, while the slot belongs to the caller's): the handler
+// it leaves there holds only a weak reference and does nothing once the
+// statement has ended; clear or reassign the slot on your own executor.
 //
 // TLS (secure = true): Boost.Asio SSL over OpenSSL, peer and host-name
 // verification on; the CAs trusted are ca_file's (a PEM bundle) if given,
