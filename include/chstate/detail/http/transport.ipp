@@ -379,17 +379,10 @@ CHSTATE_DECL void http_transport::start(const std::shared_ptr<detail::http_pool>
                        // it would end the caller's process.
                        if (e)
                            ec = detail::error_from_exception(e, diag);
-                       // The cancellation slot is not cleared here: this is
-                       // the transport's strand, and the slot belongs to the
-                       // caller's, where its signal may be emitted at this
-                       // very moment (a store destroyed with operations in
-                       // flight): clearing it from here freed the handler
-                       // under the emission (a SIGSEGV in destroy-inflight,
-                       // about one run in ten under load). The handler left
-                       // behind holds only a weak reference to this
-                       // statement: emitted later, it finds nothing to stop.
-                       // The caller clears or replaces it on its own strand
-                       // (a store: detail::hand_back).
+                       // The cancellation slot is left as it is: it belongs
+                       // to the caller's strand, which may be emitting into
+                       // it now (transport/http.hpp, "Cancellation";
+                       // detail::hand_back clears it there).
                        st->watchdog.cancel();
                        // The work guard keeps the handler's executor (for a
                        // store, the plain one beneath its operation's strand:
