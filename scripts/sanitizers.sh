@@ -13,7 +13,8 @@
 # and a non-zero exit on any report, with the report's first lines on stderr.
 #
 # The server cases need a running ClickHouse: CHSTATE_TEST_SERVER_DIR as
-# scripts/test.sh exports it; without it this script starts its own.
+# scripts/test.sh exports it; without it this script starts its own. The
+# TSan cases run beside them on a second server this script starts.
 # Usage: scripts/sanitizers.sh      (CHSTATE_BUILD_JOBS: compile jobs, 2)
 #        scripts/sanitizers.sh --build-only   (builds both binaries, runs nothing)
 set -euo pipefail
@@ -89,12 +90,14 @@ target_of() { if [[ $1 == tsan ]]; then echo chstate_tests_tsan; else echo chsta
 clang_c=clang-14
 clang_cxx=clang++-14
 work=$(mktemp -d /tmp/chstate-sanitizers.XXXXXX)
-server_dir=
+server_dir= tsan_server_dir=
 cleanup() {
-  if [[ -n $server_dir ]]; then
-    bash scripts/clickhouse-server.sh stop "$server_dir" >/dev/null 2>&1 || true
-    rm -rf "$server_dir"
-  fi
+  local d
+  for d in "$server_dir" "$tsan_server_dir"; do
+    [[ -n $d ]] || continue
+    bash scripts/clickhouse-server.sh stop "$d" >/dev/null 2>&1 || true
+    rm -rf "$d"
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -237,22 +240,30 @@ build asan "${asan_flags[@]}" && asan_built=1
 build tsan "${tsan_flags[@]}" && tsan_built=1
 t1=$(now)
 echo "sanitizers: built asan_ubsan=$asan_built tsan=$tsan_built in $((t1 - t0)) s"
-# Two lanes at once. The no-engine suites under ASan are all CPU (the
-# explorer above all); the other lane mostly waits on the server: the server
-# suite under ASan (it stops and restarts the server), then the TSan cases
-# (a minute, against the same server). Measured one after the other, TSan
-# added its minute to the run.
+# Everything at once. The no-engine suites under ASan are all CPU (the
+# explorer above all); the server suite under ASan mostly waits on its
+# server, and so do the TSan cases, on a server of their own: both stop and
+# restart theirs (faults:, "server restarted …"), so they cannot share one.
+# (In one lane, TSan's minute and a half came after the ASan server run's
+# eight: the stage waited for their sum.)
 server_lane() {
   local ok=0
   if ((asan_built)); then run asan_ubsan-server asan -- -ts=server || ok=1; else ok=1; fi
-  if ((tsan_built)); then
-    local t=$(now)
-    run tsan tsan "${norandom[@]}" -- -tc="$(join_by , "${tsan_cases[@]}")" || ok=$((ok | 2))
-    echo "sanitizers[tsan]: ran in $(($(now) - t)) s"
-  else ok=$((ok | 2)); fi
   return "$ok"
 }
+tsan_lane() {
+  ((tsan_built)) || return 1
+  local t=$(now)
+  CHSTATE_TEST_SERVER_DIR=$tsan_server_dir run tsan tsan "${norandom[@]}" -- -tc="$(join_by , "${tsan_cases[@]}")" || return 1
+  echo "sanitizers[tsan]: ran in $(($(now) - t)) s"
+}
+if ((tsan_built)); then
+  # Started here, not in the lane's subshell, so that cleanup stops it.
+  tsan_server_dir=$(mktemp -d /tmp/chstate-sanitizers-tsan-server.XXXXXX)
+  bash scripts/clickhouse-server.sh start "$tsan_server_dir" >/dev/null || tsan_built=0
+fi
 server_lane & server_run=$!
+tsan_lane & tsan_run=$!
 # The no-engine suites with no server either (its variable unset) and
 # chDB's stand-in that aborts if loaded: they must pass with neither.
 local_ok=0
@@ -261,10 +272,11 @@ if ((asan_built)); then
   run_exclude=$asan_explorer_cases run asan_ubsan asan env -u CHSTATE_TEST_SERVER_DIR -- -ts="$asan_local_suites" && local_ok=1
   wait "$explorer_run" || local_ok=0
 fi
-lane=0
-wait "$server_run" || lane=$?
-((asan_built && local_ok && (lane & 1) == 0)) && asan=passed
-((tsan_built && (lane & 2) == 0)) && tsan=passed
+server_ok=1 tsan_ok=1
+wait "$server_run" || server_ok=0
+wait "$tsan_run" || tsan_ok=0
+((asan_built && local_ok && server_ok)) && asan=passed
+((tsan_built && tsan_ok)) && tsan=passed
 echo "sanitizers: ran in $(($(now) - t1)) s"
 echo "sanitizers: asan_ubsan=$asan tsan=$tsan"
 [[ $asan == passed && $tsan == passed ]]
