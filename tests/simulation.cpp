@@ -221,6 +221,95 @@ inline std::string sql(simulated_clickhouse& s, const std::string& text, std::ve
     return out;
 }
 
+TEST_CASE("manual_clock: a blocking call that must wait on a clock nothing drives fails at once; driven, it waits") {
+    // (manual_clock.hpp, clock.hpp's driven()) A blocking update() under the
+    // seed-compatible lock waits lock.settle; under the strict lock, held by
+    // a rival, it waits between rounds. Nothing advancing the clock, that
+    // wait would never end: would_deadlock at once, saying how to drive
+    // simulated time, and nothing left behind. Blocking calls that do not
+    // wait (get) work either way; with clock.drive() held by a thread that
+    // advances the clock, the same update() waits and succeeds.
+    for (auto mode : {lock_mode::seed_compatible, lock_mode::strict}) {
+        CAPTURE(int(mode));
+        asio::io_context ioc;
+        manual_clock clock;
+        auto server = simulated_clickhouse::create(clock);
+        store_options o;
+        o.schema = "undriven";
+        o.lock.mode = mode;
+        // The driven phase below advances time in steps while the call's
+        // statements may still be in flight (another thread cannot see
+        // them, as run() does): a timeout far beyond the steps it may take.
+        o.lock.timeout = std::chrono::hours(24);
+        basic_state_store<simulated_transport, manual_clock> store(
+            ioc.get_executor(), simulated_transport(server, ioc.get_executor(), 0), o, clock);
+        basic_state_store<simulated_transport, manual_clock> rival(
+            ioc.get_executor(), simulated_transport(server, ioc.get_executor(), 1), o, clock);
+        store.set(state{"job", chstate::object{{"n", 1}}, {}}); // blocking, no wait: works undriven
+        std::optional<decltype(rival)::lock_lease> held;
+        if (mode == lock_mode::strict) {
+            auto f = rival.async_acquire_lock("job", asio::use_future);
+            clock.run(ioc);
+            held.emplace(f.get());
+        }
+        const auto before = clock.now();
+        error_code got;
+        std::string message;
+        try {
+            store.update(state{"job", chstate::object{{"n", 2}}, {}});
+        } catch (const error& e) {
+            got = e.code();
+            message = e.what();
+        }
+        CHECK(got == errc::would_deadlock);
+        CHECK(message.find("clock.run(io_context)") != std::string::npos);
+        CHECK(message.find("clock.drive()") != std::string::npos);
+        CHECK(clock.now() == before); // refused, not waited out
+        CHECK(clock.pending_waits() == 0);
+        CHECK(store.get("job")->partial_state.at("n").as_int64() == 1); // nothing written
+        if (!held) // the seed lock's candidate row was withdrawn: the lock is free at once
+            CHECK(sql(*server, "SELECT count() FROM `undriven`.`state_lock`") == "0\n");
+        // Driven from this thread while another makes the same blocking call
+        // (strict: the rival lets go once the call waits for its turn).
+        std::atomic<bool> done{false};
+        std::optional<state> written;
+        std::string failure;
+        {
+            auto driver = clock.drive();
+            std::thread job([&] {
+                try {
+                    written = store.update(state{"job", chstate::object{{"n", 3}}, {}});
+                } catch (const std::exception& e) {
+                    failure = e.what();
+                }
+                done = true;
+            });
+            std::optional<std::future<void>> released;
+            while (!done) {
+                ioc.restart();
+                ioc.poll(); // the rival's release
+                // (the call's deadline and a wait for its next round)
+                if (held && !released && clock.pending_waits() >= 2)
+                    released = held->async_release(asio::use_future);
+                clock.advance(100ms);
+                std::this_thread::yield();
+            }
+            job.join();
+            CHECK(released.has_value() == held.has_value()); // strict: the call waited for its turn
+            if (released) {
+                ioc.restart();
+                ioc.run();
+                released->get();
+            }
+        }
+        CHECK(clock.now() - before >= o.lock.settle); // seed: the settle, waited out in simulated time
+        CHECK_MESSAGE(failure.empty(), failure);
+        REQUIRE(written);
+        CHECK(written->partial_state.at("n").as_int64() == 3);
+        CHECK_FALSE(clock.driven()); // the mark ended with its scope
+    }
+}
+
 TEST_CASE("simulated: ReplacingMergeTree semantics, TTL, mutations, deduplication (the self-check)") {
     // simulator_self_check.hpp; the embedded suite runs the same steps on chDB.
     manual_clock clock(time_point{} + std::chrono::seconds(1'700'000'000));

@@ -16,7 +16,14 @@
 //       slot fires. The handler runs on its associated executor, defaulting
 //       to `executor`.
 //
-// And one optional member:
+// And two optional members:
+//
+//   bool driven() const;
+//       For a simulated clock, whose waits complete only when something
+//       advances it: whether something does now. A blocking store call
+//       whose operation would wait on such a clock while it is not driven
+//       fails at once with errc::would_deadlock instead of waiting forever.
+//       A clock without it (real_clock) is taken to move by itself.
 //
 //   duration steady_now() const;
 //       Time on a clock that never steps, since any fixed origin (for

@@ -50,7 +50,9 @@ enum class errc {
     /// carry its message
     callback_failed,
     /// a blocking call made from a thread the operation itself needs (one
-    /// of the transport's own threads): refused at once instead of hanging
+    /// of the transport's own threads), or one that would wait on a
+    /// simulated clock nothing advances (manual_clock.hpp): refused at once
+    /// instead of hanging
     would_deadlock,
 };
 
@@ -82,7 +84,7 @@ public:
         case errc::outcome_unknown: return "the write may or may not have landed (its reply was lost)";
         case errc::replicas_unavailable: return "not enough ClickHouse replicas available";
         case errc::callback_failed: return "a callback passed to the operation threw";
-        case errc::would_deadlock: return "a blocking call from a thread the operation needs would never return";
+        case errc::would_deadlock: return "a blocking call would never return";
         }
         return "unknown chstate error";
     }

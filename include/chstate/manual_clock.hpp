@@ -16,6 +16,13 @@
 // I/O the simulated world must wait for can do the same), so run() blocks
 // for a reply instead of jumping past it.
 //
+// Something must drive the clock while a store waits on it: run() does, for
+// as long as it runs, and so does a `driving` mark (drive()) held by a
+// thread that advances the clock while another thread makes a blocking
+// call. A blocking call (store.update(…), not async_update) whose operation
+// has to wait on a clock that nothing drives would wait forever: it fails
+// at once with errc::would_deadlock instead, saying how to drive the clock.
+//
 // skewed(offset) gives a handle whose now() reads `offset` ahead (or behind)
 // while sharing the timeline: two clients with disagreeing clocks.
 // with_wall_steps() gives a handle whose wall clock a test can step while
@@ -56,6 +63,7 @@ class manual_clock {
         // (deadline, sequence) keeps equal deadlines in the order the waits began.
         std::map<std::pair<time_point, std::uint64_t>, waiter> waiters;
         std::atomic<int> in_flight{0};
+        std::atomic<int> drivers{0};
     };
 
 public:
@@ -184,12 +192,48 @@ public:
     };
     activity begin_activity() const { return activity(timeline_); }
 
+    /// Marks, until it is destroyed, that a thread drives this timeline
+    /// (advances it while others wait on it): see driven().
+    class driving {
+    public:
+        explicit driving(std::shared_ptr<timeline> t) : t_(std::move(t)) { ++t_->drivers; }
+        driving(driving&& o) noexcept : t_(std::move(o.t_)) {}
+        driving(const driving&) = delete;
+        driving& operator=(const driving&) = delete;
+        driving& operator=(driving&&) = delete;
+        ~driving() {
+            if (t_)
+                --t_->drivers;
+        }
+
+    private:
+        std::shared_ptr<timeline> t_;
+    };
+    /// Hold the result on the thread that advances the clock while another
+    /// thread makes blocking store calls on it:
+    ///
+    ///     auto driver = clock.drive();
+    ///     std::thread job([&] { store.update(s); });   // may wait on the clock
+    ///     while (!done) clock.advance(1s);
+    ///
+    /// Advance in steps: advance_to_next() from another thread may jump to a
+    /// far deadline (the lock's timeout) while the call's statement is still
+    /// in flight, which that thread cannot see (run() can). run() drives the
+    /// clock for as long as it runs, without this mark.
+    [[nodiscard]] driving drive() const { return driving(timeline_); }
+
+    /// True while run() runs or a drive() mark is held on this timeline.
+    /// The store asks before a blocking call waits on the clock (clock.hpp):
+    /// nothing driving it, the wait would never end.
+    bool driven() const { return timeline_->drivers.load() > 0; }
+
     /// Runs `ioc`, advancing simulated time to the next deadline whenever no
     /// handler is ready and no activity is in flight, until nothing is left
     /// to run or wait for. Returns the simulated time that passed. Stops
     /// early (leaving waits pending) once the next deadline lies more than
     /// `limit` ahead of the start, so a test of a hung job terminates.
     duration run(asio::io_context& ioc, duration limit = std::chrono::hours(24 * 365)) {
+        const driving driver(timeline_);
         const time_point start = now_unskewed();
         for (;;) {
             ioc.restart();

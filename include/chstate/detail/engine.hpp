@@ -60,8 +60,11 @@ public:
     /// Sends one statement; reply bytes go to `sink`.
     virtual asio::awaitable<error_code> send(const statement& stmt, const result_sink& sink, diagnostics& diag,
                                              cancellation c) = 0;
-    /// Completes after `d` on the store's Clock (operation_aborted when cancelled).
-    virtual asio::awaitable<error_code> wait(duration d, cancellation c) = 0;
+    /// Completes after `d` on the store's Clock (operation_aborted when
+    /// cancelled). `deadline`: the wait only bounds work raced against it
+    /// (lock.timeout), which may finish first; a blocking call's deadline
+    /// on a simulated clock nothing drives is left pending, not refused.
+    virtual asio::awaitable<error_code> wait(duration d, cancellation c, bool deadline = false) = 0;
 
     /// True when the calling thread runs the transport's executor: a
     /// blocking call from it would wait for a thread it is itself holding.
@@ -149,6 +152,18 @@ auto hand_back(Resume resume, asio::cancellation_slot slot) {
         }));
 }
 
+/// The blocking call (launch.hpp, run_blocking) this thread is making, if
+/// any: its operation runs on this thread, so a clock wait started here is
+/// that call's. A wait refused because nothing drives a simulated clock
+/// (clock.hpp, driven()) is noted for the call to say why it failed.
+struct blocking_call {
+    bool refused_undriven_wait = false;
+};
+inline blocking_call*& blocking_call_here() noexcept {
+    thread_local blocking_call* current = nullptr;
+    return current;
+}
+
 /// The engine of basic_state_store<Transport, Clock>.
 template <class Transport, class Clock>
 class transport_engine final : public engine {
@@ -187,7 +202,21 @@ public:
         co_return ec;
     }
 
-    asio::awaitable<error_code> wait(duration d, cancellation c) override {
+    asio::awaitable<error_code> wait(duration d, cancellation c, bool deadline = false) override {
+        if constexpr (requires(const Clock& k) {
+                          { k.driven() } -> std::convertible_to<bool>;
+                      }) {
+            // A blocking call's wait on a simulated clock nothing drives
+            // would never end: refused, as a failed wait (an error the
+            // protocol already cleans up after). A deadline raced against
+            // the work may stay pending: the work, if it need not wait,
+            // ends first.
+            if (blocking_call* call = blocking_call_here();
+                call && !deadline && d > duration::zero() && !clock_.driven()) {
+                call->refused_undriven_wait = true;
+                co_return make_error_code(errc::would_deadlock);
+            }
+        }
         auto ex = co_await asio::this_coro::executor;
         if (c == cancellation::ignore) {
             auto [ec] = co_await clock_.async_wait(

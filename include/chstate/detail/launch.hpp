@@ -225,16 +225,32 @@ auto run_blocking(const std::shared_ptr<store_core>& core, Body body) {
                     "the async_ form, or call it from another thread");
     diagnostics diag;
     std::optional<result_of_op<Ts...>> done;
-    asio::io_context here(1);
-    start_op<Ts...>(core, here.get_executor(), &diag, std::move(body),
-                    asio::bind_executor(here.get_executor(), [&done](error_code ec, Ts... values) {
-                        done.emplace(ec, std::move(values)...);
-                    }));
-    here.run();
+    blocking_call call;
+    {
+        struct mark { // this thread's blocking call, for the engine's clock waits
+            blocking_call* outer;
+            explicit mark(blocking_call* c) : outer(std::exchange(blocking_call_here(), c)) {}
+            mark(const mark&) = delete;
+            mark& operator=(const mark&) = delete;
+            ~mark() { blocking_call_here() = outer; }
+        } here_is(&call);
+        asio::io_context here(1);
+        start_op<Ts...>(core, here.get_executor(), &diag, std::move(body),
+                        asio::bind_executor(here.get_executor(), [&done](error_code ec, Ts... values) {
+                            done.emplace(ec, std::move(values)...);
+                        }));
+        here.run();
+    }
     if (!done) // the operation's handler was destroyed uncalled (its transport went away under it)
         throw error(make_error_code(asio::error::operation_aborted),
                     "the operation was abandoned before it completed (its transport was destroyed)");
     auto& result = *done;
+    if (std::get<0>(result) == errc::would_deadlock && call.refused_undriven_wait)
+        throw error(make_error_code(errc::would_deadlock),
+                    "a blocking chstate call had to wait on the store's simulated clock (manual_clock), which "
+                    "nothing was advancing: it would have waited forever. Use the async_ form and drive the "
+                    "clock with clock.run(io_context), or hold clock.drive() on the thread that advances it "
+                    "while this call runs (manual_clock.hpp)");
     throw_if(std::get<0>(result), diag.message);
     if constexpr (sizeof...(Ts) == 1)
         return std::move(std::get<1>(result));

@@ -97,7 +97,7 @@ public:
         diag.message = "no store: the lease is not held";
         co_return make_error_code(errc::lock_lost);
     }
-    asio::awaitable<error_code> wait(duration, cancellation) override { co_return error_code{}; }
+    asio::awaitable<error_code> wait(duration, cancellation, bool) override { co_return error_code{}; }
     bool runs_transport_here() const override { return false; }
 };
 

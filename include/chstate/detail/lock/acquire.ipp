@@ -31,7 +31,7 @@ CHSTATE_DECL op<held_lock> run_protocol(session& s, std::string id, time_point d
 
 CHSTATE_DECL op<> deadline_wait(session& s, duration d) {
     co_await asio::this_coro::throw_if_cancelled(false);
-    const error_code ec = co_await s.eng().wait(d, cancellation::honour);
+    const error_code ec = co_await s.eng().wait(d, cancellation::honour, /*deadline=*/true);
     co_return std::tuple{ec};
 }
 
