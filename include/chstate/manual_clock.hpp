@@ -173,42 +173,33 @@ public:
         return timeline_->waiters.size();
     }
 
-    /// Marks work in flight outside the io_context (a statement sent to an
-    /// engine) until the returned guard is destroyed; run() waits for it.
-    class activity {
+    /// One of the timeline's counts, held up while the mark lives (the
+    /// marks below: work in flight, a thread driving the clock).
+    template <std::atomic<int> timeline::*Count>
+    class counted_mark {
     public:
-        explicit activity(std::shared_ptr<timeline> t) : t_(std::move(t)) { ++t_->in_flight; }
-        activity(activity&& o) noexcept : t_(std::move(o.t_)) {}
-        activity(const activity&) = delete;
-        activity& operator=(const activity&) = delete;
-        activity& operator=(activity&&) = delete;
-        ~activity() {
+        explicit counted_mark(std::shared_ptr<timeline> t) : t_(std::move(t)) { ++((*t_).*Count); }
+        counted_mark(counted_mark&& o) noexcept : t_(std::move(o.t_)) {}
+        counted_mark(const counted_mark&) = delete;
+        counted_mark& operator=(const counted_mark&) = delete;
+        counted_mark& operator=(counted_mark&&) = delete;
+        ~counted_mark() {
             if (t_)
-                --t_->in_flight;
+                --((*t_).*Count);
         }
 
     private:
         std::shared_ptr<timeline> t_;
     };
+
+    /// Marks work in flight outside the io_context (a statement sent to an
+    /// engine) until the returned guard is destroyed; run() waits for it.
+    using activity = counted_mark<&timeline::in_flight>;
     activity begin_activity() const { return activity(timeline_); }
 
     /// Marks, until it is destroyed, that a thread drives this timeline
     /// (advances it while others wait on it): see driven().
-    class driving {
-    public:
-        explicit driving(std::shared_ptr<timeline> t) : t_(std::move(t)) { ++t_->drivers; }
-        driving(driving&& o) noexcept : t_(std::move(o.t_)) {}
-        driving(const driving&) = delete;
-        driving& operator=(const driving&) = delete;
-        driving& operator=(driving&&) = delete;
-        ~driving() {
-            if (t_)
-                --t_->drivers;
-        }
-
-    private:
-        std::shared_ptr<timeline> t_;
-    };
+    using driving = counted_mark<&timeline::drivers>;
     /// Hold the result on the thread that advances the clock while another
     /// thread makes blocking store calls on it:
     ///

@@ -202,7 +202,7 @@ public:
         co_return ec;
     }
 
-    asio::awaitable<error_code> wait(duration d, cancellation c, bool deadline = false) override {
+    asio::awaitable<error_code> wait(duration d, cancellation c, bool deadline) override {
         if constexpr (requires(const Clock& k) {
                           { k.driven() } -> std::convertible_to<bool>;
                       }) {
