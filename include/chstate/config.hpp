@@ -69,7 +69,7 @@ namespace chstate {
 
 /// One server of a store: a host (an IPv6 literal without brackets) and a port.
 struct endpoint {
-    std::string host;
+    std::string host{};
     std::uint16_t port = 8123;
     friend bool operator==(const endpoint&, const endpoint&) = default;
 };
@@ -161,7 +161,7 @@ struct cluster_options {
     /// The cluster's name in the servers' remote_servers configuration
     /// (URI `cluster`, MELTANO_STATE_BACKEND_CLICKHOUSE_CLUSTER); every DDL
     /// statement runs ON CLUSTER it. Empty: a single server.
-    std::string name;
+    std::string name{};
     /// Replicas that must hold a write before it is acknowledged (URI
     /// `insert_quorum`, MELTANO_STATE_BACKEND_CLICKHOUSE_INSERT_QUORUM).
     /// 0: a majority of the connected replica's shard, counted in
@@ -191,9 +191,9 @@ struct cluster_options {
 struct store_options {
     std::string schema = "meltano"; ///< database holding the tables
     std::string table = "state";    ///< state table; the lock table is <table>_lock
-    lock_options lock;
+    lock_options lock{};
     write_versions versions = write_versions::monotonic;
-    reply_limits limits;
+    reply_limits limits{};
     cluster_options cluster; ///< a replicated cluster; none by default
 };
 
@@ -217,23 +217,23 @@ struct config {
     /// a comma-separated MELTANO_STATE_BACKEND_CLICKHOUSE_HOST). endpoints[0]
     /// is host:port; host and port win over it when they differ (a config
     /// changed by hand). Empty: host:port alone. See all_endpoints().
-    std::vector<endpoint> endpoints;
+    std::vector<endpoint> endpoints{};
     std::string database = "default";
     std::string user = "default";
-    std::string password;
+    std::string password{};
     bool secure = false;
     /// HTTP with secure: the PEM CA bundle to trust, instead of the system's
     /// default paths (URI `ca_file`, MELTANO_STATE_BACKEND_CLICKHOUSE_CA_FILE);
     /// empty: the default paths. Set while secure is false, from_uri and
     /// from_environment refuse it (it would do nothing).
-    std::string ca_file;
+    std::string ca_file{};
     std::string embedded_path; ///< chDB data folder (engine_kind::embedded)
     /// HTTP: resolve + connect (+ TLS handshake) limit (URI `connect_timeout`).
     std::chrono::milliseconds connect_timeout{10'000};
     /// HTTP: sending one statement and reading its whole reply, a wait for
     /// a free pooled connection included (URI `request_timeout`).
     std::chrono::milliseconds request_timeout{300'000};
-    store_options store;
+    store_options store{};
 
     /// Parses a clickhouse:// or chdb: URI. On failure sets ec to
     /// errc::invalid_configuration and explains in diag. Several hosts,

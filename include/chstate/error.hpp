@@ -180,13 +180,13 @@ detail::clickhouse_category_impl::default_error_condition(int ev) const noexcept
 /// Human-readable detail that accompanies an error_code: the server's own
 /// message, or what chstate was doing. Never contains credentials.
 struct diagnostics {
-    std::string message;
+    std::string message{};
     /// Rows the last statement wrote, after deduplication and the WHERE of
     /// an INSERT … SELECT, as the engine counted them; set by transports
     /// that know it exactly (the embedded engine, the simulator), else empty.
     /// The strict lock uses it to learn a conditional INSERT's outcome
     /// without reading the grant table back.
-    std::optional<std::uint64_t> written_rows;
+    std::optional<std::uint64_t> written_rows{};
     void clear() noexcept {
         message.clear();
         written_rows.reset();

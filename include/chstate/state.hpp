@@ -76,9 +76,9 @@ inline object& deep_merge(const object& src, object& dest) {
 /// (`s.partial_state = {{"bookmarks", {{"users", 5}}}};`) or from
 /// boost::json objects, which convert implicitly.
 struct state {
-    std::string state_id;
-    object partial_state;
-    object completed_state;
+    std::string state_id{};
+    object partial_state{};
+    object completed_state{};
 
     /// True when completed_state holds anything.
     bool is_complete() const noexcept { return !completed_state.empty(); }
@@ -172,7 +172,7 @@ struct state {
 
 /// A stored state get_all could not read: its id, exactly as stored, and why.
 struct unreadable_state {
-    std::string state_id;
+    std::string state_id{};
     error_code code;    ///< errc::corrupt_state
     std::string reason; ///< names the id, the column and what is wrong
 };

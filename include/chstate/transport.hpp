@@ -63,30 +63,30 @@ namespace asio = boost::asio;
 /// A named query parameter, written `{name:Type}` in the statement text.
 /// A disengaged value is SQL NULL (for Nullable types).
 struct parameter {
-    std::string name;
-    std::string type;
-    std::optional<std::string> value;
+    std::string name{};
+    std::string type{};
+    std::optional<std::string> value{};
 };
 
 /// A ClickHouse setting for one statement: `name` is lower-case letters,
 /// digits and '_'; `value` is its text.
 struct setting {
-    std::string name;
-    std::string value;
+    std::string name{};
+    std::string value{};
 };
 
 /// One statement, ready for a transport.
 struct statement {
     /// SQL text; values appear only as {name:Type} placeholders, or already
     /// quoted as literals for servers without query parameters.
-    std::string sql;
+    std::string sql{};
     /// Bound values for the placeholders.
-    std::vector<parameter> parameters;
+    std::vector<parameter> parameters{};
     /// Output format the reply is read in ("JSONEachRow", "TabSeparated"); empty: none.
-    std::string format;
+    std::string format{};
     /// Rows sent after the statement text, in the format the text names
     /// (INSERT … FORMAT JSONEachRow). Empty for most statements.
-    std::string data;
+    std::string data{};
     /// True when sending the statement twice does the same as once, so a
     /// transport may resend it after a failure on a reused connection.
     bool idempotent = false;
@@ -96,11 +96,11 @@ struct statement {
     /// fails the statement with errc::unsupported instead of running it
     /// without (http_transport sends them as URL parameters; chDB and the
     /// simulator have no replicas and refuse any).
-    std::vector<setting> settings;
+    std::vector<setting> settings{};
     /// What the statement is for, e.g. "state.select" or "grant.claim"
     /// (detail/statements.hpp names every statement the store sends): for
     /// tests that expect statements, and for messages. Never sent.
-    std::string name;
+    std::string name{};
     /// True when the reply can be as large as the table (get_all reads every
     /// state): the transport must hand it to the sink in pieces as they
     /// arrive, holding at most a piece. False: the reply is bounded by what

@@ -78,7 +78,7 @@ constexpr std::string_view to_string(value_kind k) noexcept {
 /// and throws chstate::error (errc::invalid_argument) for anything else.
 /// A value built from one holds int64 or uint64 when the number fits.
 struct big_integer {
-    std::string text;
+    std::string text{};
 
     explicit big_integer(std::string_view decimal) : text(decimal) {
         std::string_view digits = decimal;

@@ -311,7 +311,8 @@ public:
         auto shared = std::make_shared<Handler>(std::move(handler));
         impl_.submit({client, replica, stmt, std::move(sink), &diag, [shared, hex](error_code ec) {
                           asio::post(hex, [shared, ec]() mutable { std::move(*shared)(ec); });
-                      }});
+                      },
+                      {}});
     }
 
     // ---- background work ------------------------------------------------------------

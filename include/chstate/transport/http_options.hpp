@@ -21,14 +21,14 @@ struct http_options {
     std::string host = "localhost";
     std::uint16_t port = 8123;
     /// `database` URL parameter; empty: the user's default database.
-    std::string database;
+    std::string database{};
     std::string user = "default";
-    std::string password;
+    std::string password{};
     /// HTTPS with certificate and host-name verification.
     bool secure = false;
     /// CA bundle (PEM) trusted by secure connections, instead of the
     /// system's default paths; empty: those default paths.
-    std::string ca_file;
+    std::string ca_file{};
     /// Connections open at once (in use or idle), shared by all operations.
     std::size_t pool_size = 4;
     /// Resolve + connect (+ TLS handshake) limit.
@@ -47,7 +47,7 @@ struct http_options {
     /// header comment): endpoints[0] is host:port, and host and port win over it
     /// when they differ. Empty: host:port alone. make_http_options fills it
     /// from config::endpoints.
-    std::vector<endpoint> endpoints;
+    std::vector<endpoint> endpoints{};
 };
 
 } // namespace chstate

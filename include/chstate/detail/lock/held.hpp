@@ -47,7 +47,7 @@ struct acquire_request {
     /// fenced write settles who held the id (one round trip fewer).
     bool optimistic = false;
     /// When to give up; none: now + lock.timeout.
-    std::optional<time_point> deadline;
+    std::optional<time_point> deadline{};
     /// strict: a token found vacant (its slot recorded, no row kept):
     /// claims start after it.
     std::uint64_t vacant_token = 0;

@@ -80,7 +80,6 @@ CHSTATE_DECL op<bool> try_candidate(session& s, const std::string& id, const std
 
 CHSTATE_DECL op<held_lock> acquire_seed(session& s, const std::string& id, time_point deadline, diagnostics& diag,
                                         acquire_notes& notes) {
-    const lock_options& lo = s.options().lock;
     for (;;) {
         const time_point checked = s.now();
         auto [ec, holder] = co_await lock_holder(s, id, diag);
