@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# chstate as a new user gets it: four fresh projects outside the repository,
+# chstate as a new user gets it: fresh projects outside the repository,
 # each linking nothing but what chstate's README tells them to, each building
 # and RUNNING the README's main example (examples/01_resumable_pipeline.cpp,
 # compiled in place) on the embedded engine:
@@ -9,15 +9,24 @@
 #                     example) and chstate::http (tests/consumers/common/
 #                     http_check.cpp; and http_check_separate, the same with
 #                     CHSTATE_SEPARATE_COMPILATION and common/chstate_src.cpp,
-#                     as the README shows). libchdb.so is found where the installed
-#                     chstate-fetch-chdb caches it (a per-user cache made here
-#                     from the repository's copy), with CHSTATE_CHDB_LIBRARY unset.
-#   add_subdirectory  tests/consumers/add-subdirectory: add_subdirectory(<repo>)
+#                     as the README shows), all with GCC and -Werror. libchdb.so
+#                     is found where the installed chstate-fetch-chdb caches it
+#                     (a per-user cache made here from the repository's copy),
+#                     with CHSTATE_CHDB_LIBRARY unset.
+#   add_subdirectory  tests/consumers/add-subdirectory: add_subdirectory() of
+#                     a vendored copy of the sources, Clang 14 and -Werror
+#   fetch_content     tests/consumers/fetch-content: FetchContent from a
+#                     tarball of the sources. It and add_subdirectory: the
+#                     engine missing, the error names the sources' fetch
+#                     command; after it, the example runs with no variable set
 #   meson             tests/consumers/meson: subprojects/chstate -> <repo>,
-#                     dependency('chstate')
+#                     dependency('chstate'); no variable set
 #   pkg_config        g++ and `pkg-config --cflags --libs chstate` against the
 #                     CMake install; the object linked again with the Libs of
 #                     the chstate.pc a `meson install` writes
+#   werror            every public header and every store operation
+#                     (tests/consumers/common/every_header.cpp), syntax only,
+#                     -Wall -Wextra -Wpedantic -Werror, GCC 12 and Clang 14
 # http_check (and http_check_separate) runs one set/get round trip against
 # CHSTATE_TEST_SERVER_DIR's server when that is set (scripts/test.sh sets
 # it), otherwise it only builds its store (no request).
@@ -25,7 +34,7 @@
 # Nothing is downloaded: the engine is the repository's own
 # .cache/chdb/<version>/libchdb.so (scripts/fetch-chdb.sh; scripts/build.sh
 # fetches it). Prints one line,
-#   consumers: cmake_package=passed add_subdirectory=passed meson=passed pkg_config=passed
+#   consumers: cmake_package=passed add_subdirectory=passed fetch_content=passed meson=passed pkg_config=passed werror=passed
 # ("failed" where one failed, with the tail of its log on stderr) and exits
 # non-zero on any failure.
 #
@@ -45,7 +54,7 @@ build=$(cd "$build" && pwd -P)
 [[ -f $build/cmake_install.cmake ]] || die "$build is not a CMake build of chstate (run scripts/build.sh)"
 jobs=${CHSTATE_BUILD_JOBS:-2}
 
-for tool in cmake ninja meson pkg-config g++; do
+for tool in cmake ninja meson pkg-config g++ clang++-14; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool not found on PATH (run scripts/install-deps.sh)"
 done
 
@@ -65,6 +74,9 @@ results=$work/results
 mkdir -p "$results"
 # The consumers' own flags: fast to compile, still optimized.
 opt=-O1
+# What a project with strict warnings builds with (consumer_werror and two of
+# the builds below).
+werror="-Wall -Wextra -Wpedantic -Werror"
 
 # The test server's settings, as the README's environment variables.
 http_env=()
@@ -132,8 +144,8 @@ consumer_cmake_package() {
   [[ -f $work/install.ok ]] || fail "cmake --install failed (see above)"
   copy_project cmake-package
   local b=$work/cmake-package/build
-  step cmake -S "$work/cmake-package/src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" -DCMAKE_PREFIX_PATH="$prefix" -DCHSTATE_REPO="$repo" \
+  step env CXX=g++ cmake -S "$work/cmake-package/src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" "-DCMAKE_CXX_FLAGS=$werror" -DCMAKE_PREFIX_PATH="$prefix" -DCHSTATE_REPO="$repo" \
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
   # The package found must be the one just installed.
   local found
@@ -158,25 +170,70 @@ consumer_cmake_package() {
   run_http_check "$b/http_check_separate" consumer:cmake-package-separate
 }
 
-consumer_add_subdirectory() {
-  copy_project add-subdirectory
-  local b=$work/add-subdirectory/build
-  step cmake -S "$work/add-subdirectory/src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" -DCHSTATE_REPO="$repo"
-  step cmake --build "$b" -j 1 --target resumable_pipeline
-  run_example add-subdirectory "$b/resumable_pipeline" CHSTATE_CHDB_LIBRARY="$chdb"
-  # Without the engine anywhere: the error names chstate-fetch-chdb and the
-  # per-user path it would have used.
-  local out home=$work/add-subdirectory/empty-home
+# vendor_chstate DEST: a copy of chstate's sources as a project vendors them
+# (no .cache, no builds, no .git): what add_subdirectory and FetchContent see.
+vendor_chstate() {
+  mkdir -p "$1"
+  tar -C "$repo" --exclude=./.cache --exclude='./build*' --exclude=./.git -cf - . | tar -C "$1" -xf -
+}
+
+# engine_from_vendored_sources NAME BIN CHSTATE_DIR: a program built from
+# chstate's sources at CHSTATE_DIR, with no variable set and no per-user
+# cache: without the engine its error names CHSTATE_DIR's fetch command;
+# after that command (the engine placed where it caches it, so nothing is
+# downloaded) the README's example runs, still with no variable set.
+engine_from_vendored_sources() {
+  local name=$1 bin=$2 dir=$3 out home=$work/$1/empty-home
   mkdir -p "$home"
-  if out=$(env -u CHSTATE_CHDB_LIBRARY -u XDG_CACHE_HOME HOME="$home" "$b/resumable_pipeline" --batches 1 \
-             "chdb:$work/add-subdirectory/state-none" 2>&1); then
+  if out=$(env -u CHSTATE_CHDB_LIBRARY -u XDG_CACHE_HOME HOME="$home" "$bin" --batches 1 \
+             "chdb:$work/$name/state-none" 2>&1); then
     echo "$out"; fail "the example ran without libchdb.so"
   fi
   echo "$out"
-  grep -q 'Run chstate-fetch-chdb' <<<"$out" || fail "the missing-engine error does not name chstate-fetch-chdb"
-  grep -qF "$home/.cache/chstate/chdb/$version/libchdb.so" <<<"$out" \
-    || fail "the missing-engine error does not name the per-user cache path"
+  grep -qF "Run bash $dir/scripts/fetch-chdb.sh" <<<"$out" \
+    || fail "the missing-engine error does not name $dir/scripts/fetch-chdb.sh"
+  grep -qF "$dir/.cache/chdb/$version/libchdb.so" <<<"$out" || fail "the missing-engine error does not name where it looked"
+  mkdir -p "$dir/.cache/chdb/$version"
+  ln -s "$chdb" "$dir/.cache/chdb/$version/libchdb.so"
+  local got
+  got=$(env -u XDG_CACHE_HOME HOME="$home" bash "$dir/scripts/fetch-chdb.sh" | tail -n 1) || fail "$dir/scripts/fetch-chdb.sh failed"
+  [[ $got == "$dir/.cache/chdb/$version/libchdb.so" ]] || fail "$dir/scripts/fetch-chdb.sh printed '$got'"
+  run_example "$name" "$bin" -u XDG_CACHE_HOME HOME="$home"
+}
+
+# add_subdirectory of a vendored copy, built with Clang 14 and
+# -Wall -Wextra -Wpedantic -Werror (chstate's headers must add no warning).
+consumer_add_subdirectory() {
+  copy_project add-subdirectory
+  local b=$work/add-subdirectory/build vendored=$work/add-subdirectory/src/third_party/chstate
+  vendor_chstate "$vendored"
+  step env CXX=clang++-14 cmake -S "$work/add-subdirectory/src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" "-DCMAKE_CXX_FLAGS=$werror" -DCHSTATE_REPO="$vendored"
+  step cmake --build "$b" -j 1 --target resumable_pipeline
+  engine_from_vendored_sources add-subdirectory "$b/resumable_pipeline" "$vendored"
+}
+
+# FetchContent from a release-style tarball of chstate's sources.
+consumer_fetch_content() {
+  copy_project fetch-content
+  local b=$work/fetch-content/build tarball=$work/fetch-content/chstate.tar.gz
+  vendor_chstate "$work/fetch-content/chstate"
+  tar -C "$work/fetch-content" -czf "$tarball" chstate
+  rm -rf "$work/fetch-content/chstate"
+  step cmake -S "$work/fetch-content/src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" -DCHSTATE_TARBALL="$tarball"
+  step cmake --build "$b" -j 1 --target resumable_pipeline
+  engine_from_vendored_sources fetch-content "$b/resumable_pipeline" "$b/_deps/chstate-src"
+}
+
+# Every public header and every operation's instantiation, syntax only (the
+# front end's warnings; the builds above and below also generate code
+# under -Werror: add_subdirectory with Clang, the installed package with GCC).
+consumer_werror() {
+  local c
+  for c in g++ clang++-14; do
+    step "$c" -std=c++20 -fsyntax-only $werror -I"$repo/include" "$repo/tests/consumers/common/every_header.cpp"
+  done
 }
 
 consumer_meson() {
@@ -186,7 +243,11 @@ consumer_meson() {
   local b=$work/meson/build
   step meson setup "$b" "$work/meson/src" -Dbuildtype=plain "-Dcpp_args=$opt" -Dchstate_repo="$repo"
   step ninja -C "$b" -j 1 resumable_pipeline
-  run_example meson "$b/resumable_pipeline" CHSTATE_CHDB_LIBRARY="$chdb"
+  # (the subproject is this repository, whose engine scripts/fetch-chdb.sh
+  # fetched: found there, with no variable set)
+  local home=$work/meson/empty-home
+  mkdir -p "$home"
+  run_example meson "$b/resumable_pipeline" -u XDG_CACHE_HOME HOME="$home"
 }
 
 consumer_pkg_config() {
@@ -254,8 +315,10 @@ fi
 
 # Two lanes of one compile each (Asio and Beast translation units are slow
 # and large): the installed package in one, the sources in the other.
-lane1() { run_consumer cmake_package consumer_cmake_package; run_consumer pkg_config consumer_pkg_config; }
-lane2() { run_consumer add_subdirectory consumer_add_subdirectory; run_consumer meson consumer_meson; }
+lane1() { run_consumer cmake_package consumer_cmake_package; run_consumer pkg_config consumer_pkg_config;
+          run_consumer werror consumer_werror; }
+lane2() { run_consumer add_subdirectory consumer_add_subdirectory; run_consumer meson consumer_meson;
+          run_consumer fetch_content consumer_fetch_content; }
 if ((jobs >= 2)); then
   lane1 & p1=$!
   lane2 & p2=$!
@@ -267,7 +330,7 @@ fi
 
 status=0
 line="consumers:"
-for name in cmake_package add_subdirectory meson pkg_config; do
+for name in cmake_package add_subdirectory fetch_content meson pkg_config werror; do
   r=$(cat "$results/$name" 2>/dev/null || echo failed)
   line+=" $name=$r"
   if [[ $r != passed ]]; then
