@@ -9,8 +9,11 @@
 //
 // Where libchdb.so is looked for, in order: chdb_options::library; the
 // CHSTATE_CHDB_LIBRARY environment variable; CHSTATE_CHDB_DEFAULT_LIBRARY
-// (a path the build may define — this project's CMake and Meson point it at
-// the copy scripts/fetch-chdb.sh caches); the per-user cache
+// (a path the build may define: chstate's CMake and Meson point it at the
+// copy scripts/fetch-chdb.sh caches in chstate's source tree, for its own
+// builds and for a project that builds chstate from source — add_subdirectory,
+// FetchContent, a Meson subproject — which then also defines
+// CHSTATE_CHDB_FETCH_COMMAND, the command the error names); the per-user cache
 // ${XDG_CACHE_HOME:-$HOME/.cache}/chstate/chdb/<version>/libchdb.so that an
 // installed chstate-fetch-chdb fills; finally "libchdb.so" through the
 // dynamic loader's search path. A failure names every path tried and how
@@ -67,9 +70,9 @@ namespace chstate {
 
 struct chdb_options {
     /// Data folder (created if absent). State written here survives restarts.
-    std::string path;
+    std::string path{};
     /// libchdb.so to load; empty: see the header comment.
-    std::string library;
+    std::string library{};
     /// Engine threads, i.e. statements in flight at once.
     std::size_t threads = 2;
     /// chDB installs handlers for SIGSEGV, SIGABRT and other fatal signals
@@ -333,9 +336,17 @@ private:
             loaded = a;
             return &*loaded;
         }
+#ifdef CHSTATE_CHDB_FETCH_COMMAND
+        // (chstate built from its sources inside another project: the build
+        // names the command that fetches the engine where it looks first)
+        diag.message = "could not load the chDB engine (libchdb.so). Run " CHSTATE_CHDB_FETCH_COMMAND
+                       " (it caches the engine where this program looks), or set CHSTATE_CHDB_LIBRARY or "
+                       "chdb_options::library. Tried:" + tried;
+#else
         diag.message = "could not load the chDB engine (libchdb.so). Run chstate-fetch-chdb (installed with "
                        "chstate; in chstate's repository: scripts/fetch-chdb.sh), or set CHSTATE_CHDB_LIBRARY "
                        "or chdb_options::library. Tried:" + tried;
+#endif
         return nullptr;
     }
 
