@@ -127,7 +127,16 @@ destroy_tally destroy_inflight(const std::string& label, MakeStore make_store, i
         tally.lost_handlers += h->n.load() == 0;
         tally.called_twice += h->n.load() > 1;
     }
+    // The caller's run() returns by itself once nothing holds work on it. A
+    // completion still releasing its work guard after its handler returned
+    // is waited for: stop() here (as before) let this function destroy the
+    // io_context under it (UBSan: a call through a dead scheduler) — the
+    // rule every Asio I/O object sets its callers. stop() is the hang guard.
     keep.reset();
+    while (!caller.stopped() && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(5ms);
+    if (!caller.stopped()) // work never released: a completion that never ended
+        ++tally.lost_handlers;
     caller.stop();
     caller_thread.join();
     std::cout << "destroy-inflight[" << label << "]: operations=" << tally.operations
