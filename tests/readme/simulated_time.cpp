@@ -36,7 +36,9 @@ auto elapsed = clock.run(ioc);   // runs ioc; jumps time when only waits remain
     std::cout << "readme simulated-settle:\n";
     check(lease.get().held(), "the lease is held");
     check(elapsed == std::chrono::seconds(1), "clock.run returned exactly 1 s of simulated time");
-    check(real < std::chrono::seconds(5), "in well under 5 s of real time");
+    // (no fixed wall-clock limit: a busy machine may take its time; a store
+    // that slept the settle out would take at least the simulated second)
+    check(real < elapsed, "in less real time than the simulated time that passed");
     std::cout << "readme simulated-settle: "
               << std::chrono::duration_cast<std::chrono::microseconds>(real).count() << " us real; "
               << (failures ? "FAILED" : "ok") << "\n";
