@@ -29,6 +29,8 @@ import urllib.parse
 import uuid
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_SERVER, EXIT_CONNECTION, EXIT_INVALID = range(8)
+# `chstate lock`'s own failures, apart from any status its command can have (as timeout(1)'s)
+EXIT_LOCK_LOST, EXIT_LOCK_FAILED = 124, 125
 
 cases = 0
 failures = 0
@@ -454,7 +456,8 @@ def wait_for(path, proc, timeout=60):
     deadline = time.monotonic() + timeout
     while not os.path.exists(path):
         if proc.poll() is not None:
-            raise Failed(f"the locking process ended early: {proc.returncode} {proc.stderr.read()[:500]!r}")
+            err = proc.stderr.read()[:500] if proc.stderr else b""
+            raise Failed(f"the locking process ended early: {proc.returncode} {err!r}")
         if time.monotonic() > deadline:
             raise Failed(f"{path} did not appear")
         time.sleep(0.05)
@@ -466,8 +469,9 @@ def t_lock(s):
     check(r.out == b"job\n", f"the command saw its id: {r!r}")
     expect(s.run("lock", "job", "--", "sh", "-c", "kill -KILL $$"), 128 + 9, "killed command")
     expect(s.run("lock", "job", "--", "no-such-command-chstate"), 127, "command not found")
-    expect(s.run("lock", "job", "sh"), EXIT_USAGE, "no --")
-    expect(s.run("lock", "job", "--"), EXIT_USAGE, "no command")
+    expect(s.run("lock", "job", "sh"), EXIT_LOCK_FAILED, "no --")
+    expect(s.run("lock", "job", "--"), EXIT_LOCK_FAILED, "no command")
+    expect(s.run("--lock-mode", "sloppy", "lock", "job", "--", "true"), EXIT_LOCK_FAILED, "bad option")
 
     # A second lock on the same id is excluded while the first holds it.
     marker = os.path.join(s.work, "holding")
@@ -481,12 +485,12 @@ def t_lock(s):
         wait_for(marker, first)
         started = time.monotonic()
         r = expect(s.run("--lock-timeout", "1", "lock", "job", "--", "touch", os.path.join(s.work, "second-ran")),
-                   EXIT_LOCKED, "second lock")
+                   EXIT_LOCK_FAILED, "second lock")
         check(not os.path.exists(os.path.join(s.work, "second-ran")), "the second command did not run")
         check(time.monotonic() - started < 30, "the second lock gave up after its timeout")
         # The environment's lock timeout applies as well.
         expect(s.run("lock", "job", "--", "true", env={"MELTANO_STATE_BACKEND_CLICKHOUSE_LOCK_TIMEOUT": "1s"}),
-               EXIT_LOCKED, "second lock, MELTANO_STATE_BACKEND_CLICKHOUSE_LOCK_TIMEOUT")
+               EXIT_LOCK_FAILED, "second lock, MELTANO_STATE_BACKEND_CLICKHOUSE_LOCK_TIMEOUT")
         # A write that takes the lock waits too.
         expect(s.run("--lock-timeout", "1", "state", "set", "job", '{"singer_state": {}}', "--force"),
                EXIT_LOCKED, "set while locked")
@@ -508,6 +512,91 @@ def t_lock_signal(s):
     out, err = p.communicate(timeout=60)
     check(p.returncode == 42, f"SIGTERM reached the command, its status came back: {p.returncode} {err!r}")
     expect(s.run("--lock-timeout", "5", "lock", "sig", "--", "true"), EXIT_OK, "released after the signal")
+
+
+lock_kills = 0
+orphaned_jobs = 0
+
+
+def job_processes(tag):
+    """Pids of the live processes whose argv[0] starts with `tag` (the job's
+    sleeps, named with bash's exec -a)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if cmd.startswith(tag.encode()) and state != b"Z":
+            found.append(int(pid))
+    return found
+
+
+def t_lock_killed(s, how):
+    """`chstate lock` ended while its command runs (`how`: SIGKILL or SIGTERM to
+    chstate, the command crashing — killed by a signal that dumps no core):
+    no process of the command's tree is left.
+
+    The command is a tree: a shell that starts a background sleep and a
+    foreground one (a grandchild and a child), tagged so they can be found.
+    SIGKILL gives chstate no chance to act: its guard sees it gone and stops
+    the tree. Counted as `cli-lock: kills=N orphaned_jobs=M`."""
+    global lock_kills, orphaned_jobs
+    tag = uuid.uuid4().hex[:12]
+    marker = os.path.join(s.work, "tree-" + tag)
+    started = marker + ".grandchild"
+    grandchild = f'bash -c "touch {started}; exec -a {tag}-grandchild sleep 600" & '
+    wait_grandchild = f'while [ ! -e {started} ]; do sleep 0.05; done; '
+    script = grandchild + wait_grandchild + f'touch {marker}; exec -a {tag}-child sleep 600'
+    if how == "crash":
+        script = grandchild + wait_grandchild + f'touch {marker}; kill -USR1 $$'
+    # (stderr to a file, not a pipe: a process left behind would hold a pipe open)
+    err_path = os.path.join(s.work, "tree-" + tag + ".err")
+    with open(err_path, "wb") as err_file:
+        p = subprocess.Popen([s.binary, "lock", "tree-" + tag, "--", "bash", "-c", script], env=s.env,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err_file)
+
+    def stderr_text():
+        with open(err_path, "rb") as f:
+            return f.read()
+    try:
+        wait_for(marker, p)
+        if how == "crash":
+            p.wait(timeout=60)
+            err = stderr_text()
+            check(p.returncode == 128 + signal.SIGUSR1, f"the crash's status came back: {p.returncode} {err!r}")
+            check(b"left 1 process(es) running" in err, f"says what it stopped: {err!r}")
+        else:
+            # (the sleeps are up: the marker is touched after the grandchild's start)
+            deadline = time.monotonic() + 30
+            while len(job_processes(tag)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            check(len(job_processes(tag)) == 2, f"the command's two sleeps run: {job_processes(tag)}")
+            p.send_signal(signal.SIGKILL if how == "SIGKILL" else signal.SIGTERM)
+            p.wait(timeout=60)
+            expected = -signal.SIGKILL if how == "SIGKILL" else 128 + signal.SIGTERM
+            check(p.returncode == expected, f"chstate's status: {p.returncode}, expected {expected} {stderr_text()!r}")
+        lock_kills += 1
+        # Gone within the guard's grace (SIGTERM, then SIGKILL after 5 s);
+        # waited for, not timed: the machine may be busy.
+        deadline = time.monotonic() + 60
+        while job_processes(tag) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = job_processes(tag)
+        if left:
+            orphaned_jobs += 1
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+        check(not left, f"no process of the command's tree is left: {left}")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def t_lock_wait_interrupted(s):
@@ -1064,6 +1153,8 @@ def main():
             case(f"{s.name}: progress", t_progress, s)
             case(f"{s.name}: lock", t_lock, s)
             case(f"{s.name}: lock forwards signals", t_lock_signal, s)
+            for how in ("SIGKILL", "SIGKILL", "SIGKILL", "SIGTERM", "crash"):
+                case(f"{s.name}: lock ended by {how}: no process of its command is left", t_lock_killed, s, how)
         case("export chdb -> import server", t_export_import_roundtrip, chdb, server2)
         case("export server -> import chdb", t_export_import_roundtrip, server, chdb2)
         case("server: a signal ends the wait for a lock", t_lock_wait_interrupted, server)
@@ -1079,6 +1170,7 @@ def main():
             s.run("state", "clear", "--all", "--force")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    print(f"cli-lock: kills={lock_kills} orphaned_jobs={orphaned_jobs}")
     print(f"cli: cases={cases} failures={failures}")
     if hostile_cases:
         print(f"hostile-input: cases={hostile_cases} failures={hostile_failures}")

@@ -15,6 +15,7 @@
 #include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -101,6 +102,24 @@ std::optional<std::string> invocation::value(const std::string& name) const {
     if (it == options.end() || it->second.empty())
         return std::nullopt;
     return it->second.back();
+}
+
+bool names_lock_command(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--")
+            return false;
+        if (arg.size() > 2 && arg.substr(0, 2) == "--") {
+            const std::string name(arg.substr(2, arg.find('=') == std::string_view::npos ? arg.npos : arg.find('=') - 2));
+            if (arg.find('=') == std::string_view::npos && valued_options().count(name))
+                ++i; // its value
+            continue;
+        }
+        if (arg.size() > 1 && arg[0] == '-') // (a lone "-" is a word, as parse_command_line has it)
+            continue;
+        return arg == "lock";
+    }
+    return false;
 }
 
 invocation parse_command_line(int argc, char** argv) {
@@ -567,6 +586,11 @@ child_outcome supervise(const std::vector<std::string>& command, const std::vect
     }
     env.insert(env.end(), extra_env.begin(), extra_env.end());
     std::vector<std::string> args = command;
+
+    // The guard: this program again (guard.cpp), which runs the command.
+    // Should the guard itself be killed, its orphans become ours.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    args.insert(args.begin(), {"chstate", std::string(guard_marker), std::to_string(::getpid()), "--"});
     auto argv = c_strings(args);
     auto envp = c_strings(env);
 
@@ -578,12 +602,12 @@ child_outcome supervise(const std::vector<std::string>& command, const std::vect
     ::posix_spawnattr_setsigmask(&attr, &child_mask);
     ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     pid_t pid = 0;
-    const int rc = ::posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+    const int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, &attr, argv.data(), envp.data());
     ::posix_spawnattr_destroy(&attr);
     if (rc != 0) {
-        std::cerr << "chstate: " << watch.command_name << ": cannot run " << quoted(command[0]) << ": "
-                  << std::strerror(rc) << '\n';
-        outcome.status = rc == ENOENT ? 127 : 126; // as a shell reports it
+        std::cerr << "chstate: " << watch.command_name << ": cannot start the guard of " << quoted(command[0])
+                  << " (/proc/self/exe): " << std::strerror(rc) << '\n';
+        outcome.status = exit_lock_failed;
         return outcome;
     }
     outcome.started = true;
@@ -598,6 +622,9 @@ child_outcome supervise(const std::vector<std::string>& command, const std::vect
         const pid_t done = ::waitpid(pid, &st, WNOHANG);
         if (done == pid) {
             outcome.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+            // The guard killed (kill -9, the OOM killer): what it started is
+            // ours now (subreaper) and is stopped before the lock is released.
+            stop_descendants();
             break;
         }
         if (done < 0 && errno != EINTR) {
@@ -608,8 +635,9 @@ child_outcome supervise(const std::vector<std::string>& command, const std::vect
             if (std::string why = watch.lost(); !why.empty()) {
                 outcome.lost = true;
                 std::cerr << "chstate: " << watch.command_name << ": " << one_line(why)
-                          << "; stopping the command (SIGTERM)\n";
-                ::kill(pid, SIGTERM);
+                          << "; stopping the command and what it started (SIGTERM, then SIGKILL after 5 s)\n";
+                ::kill(pid, SIGUSR1); // the guard stops the tree
+
             }
         }
         if (!warned && watch.warn_after && std::chrono::steady_clock::now() - started >= *watch.warn_after) {

@@ -22,8 +22,10 @@
 namespace chstate_cli {
 
 /// The process's exit status, one per class of failure (documented in
-/// `chstate --help`). `lock` exits with its command's status instead once
-/// the command has started.
+/// `chstate --help`). `lock` exits with its command's status once the
+/// command has started, and with exit_lock_failed or exit_lock_lost for its
+/// own failures, codes a command's own status is not mistaken for (as
+/// timeout(1) and env(1) reserve 124 to 127).
 enum exit_status : int {
     exit_ok = 0,
     exit_failure = 1,       ///< anything not below (a file that cannot be read, …)
@@ -33,6 +35,8 @@ enum exit_status : int {
     exit_server = 5,        ///< ClickHouse refused the statement, or a stored state is unreadable
     exit_connection = 6,    ///< network, connection, timeout; the embedded engine could not be opened
     exit_invalid_input = 7, ///< the state given is not JSON, not an object, lacks singer_state, …
+    exit_lock_lost = 124,   ///< lock: the lock was lost while the command ran; the command was stopped
+    exit_lock_failed = 125, ///< lock: chstate failed before the command ran (usage, lock not acquired, …)
 };
 
 /// A failure with its exit status; main prints `chstate: <command>: <message>`.
@@ -182,13 +186,33 @@ int wait_for_signal(std::chrono::milliseconds timeout, bool& from_process);
 /// What supervise() needs to know while the command runs.
 struct supervision {
     /// Polled about 5 times a second: a non-empty message means the lock is
-    /// lost; the command is sent SIGTERM once and the message printed.
+    /// lost; the command's whole tree is stopped (SIGTERM, SIGKILL after 5 s)
+    /// and the message printed.
     std::function<std::string()> lost;
     /// After this long, `stale_warning` is printed once (seed-compatible lock).
     std::optional<std::chrono::steady_clock::duration> warn_after;
     std::string stale_warning;
     std::string command_name = "lock"; ///< for messages
 };
+
+/// argv[1] of the guard process `lock` starts between itself and its
+/// command (guard.cpp); main() hands such a process to run_guard first.
+inline constexpr std::string_view guard_marker = "--chstate-internal-lock-guard";
+
+/// The guard (guard.cpp): `chstate MARKER PARENT_PID -- CMD [ARG...]`.
+/// Runs CMD, forwards the signals a process sends it, stops CMD's whole
+/// process tree when PARENT_PID ends or when CMD exits leaving processes
+/// behind, and returns CMD's status.
+int run_guard(int argc, char** argv);
+
+/// Stops every child of this process and what they started (guard.cpp:
+/// SIGTERM, SIGKILL after 5 s); for `lock`, which is the subreaper of its
+/// command's tree should the guard itself be killed.
+void stop_descendants();
+
+/// True when the command line names the `lock` command (for the exit status
+/// of a command line that does not parse).
+bool names_lock_command(int argc, char** argv);
 
 /// The outcome of supervise().
 struct child_outcome {
@@ -197,9 +221,11 @@ struct child_outcome {
     bool lost = false;      ///< supervision.lost reported the lock lost
 };
 
-/// Starts `argv` (looked up in PATH) with `extra_env` added to the
-/// environment and the signal mask `child_mask`, forwards the signals in
-/// forwarded_signals() that a process sends to chstate, and waits for it.
+/// Starts `argv` (looked up in PATH) under a guard process (run_guard) with
+/// `extra_env` added to the environment and the signal mask `child_mask`,
+/// forwards the signals in forwarded_signals() that a process sends to
+/// chstate, and waits for it. Should chstate end first, however it ends,
+/// the guard stops the command's whole process tree.
 /// The calling thread must have called block_lock_signals().
 child_outcome supervise(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
                         const sigset_t& child_mask, const supervision& watch);

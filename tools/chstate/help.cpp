@@ -44,14 +44,21 @@ const char* const exit_text = R"(Exit status:
   2  usage: bad arguments or configuration; refused without --force
   3  not found: the state the command needs does not exist
   4  locked: the state id's lock was not acquired within --lock-timeout or
-     was lost; edit: the state changed while it was being edited
+     was lost (lock: 125 and 124 instead); edit: the state changed while it
+     was being edited
   5  ClickHouse: the server refused a statement (authentication, unknown
      database, ...) or a stored state cannot be read
   6  connection: network failure, timeout, too few replicas (cluster), or
      the embedded engine could not be loaded or opened
   7  invalid state input: not JSON, not an object, no "singer_state", or a
      value the store cannot keep
-  lock exits with its command's status once the command has started.
+  lock exits with its command's status once the command has started, and
+  otherwise with the statuses timeout(1) and env(1) reserve (a command that
+  itself exits 124 or 125, as timeout(1) does, reads the same):
+  124  the lock was lost while the command ran; the command was stopped
+  125  chstate failed before the command ran: bad arguments or configuration,
+       the lock not acquired within --lock-timeout, no connection, ...
+  126  the command was found but could not be run; 127  it was not found
 Errors are one line on standard error: "chstate: COMMAND: message".
 )";
 
@@ -242,21 +249,31 @@ and exits with COMMAND's exit status (128+N when signal N killed it; 127
 when it cannot be found, 126 when it cannot be run). SIGINT, SIGTERM, SIGHUP
 and SIGQUIT sent to chstate are passed on to COMMAND (a terminal's Ctrl-C
 reaches both directly); while still waiting for the lock they stop the wait
-(exit status 128+N). No lock within --lock-timeout: exit status 4, COMMAND
-not run. COMMAND finds CHSTATE_LOCK_STATE_ID and CHSTATE_LOCK_TOKEN (the
-fencing token; 0 in seed-compatible mode) in its environment.
+(exit status 128+N). No lock within --lock-timeout, or any other failure of
+chstate's before COMMAND runs: exit status 125, COMMAND not run. COMMAND
+finds CHSTATE_LOCK_STATE_ID and CHSTATE_LOCK_TOKEN (the fencing token; 0 in
+seed-compatible mode) in its environment.
+
+COMMAND does not outlive the chstate holding its lock: it runs under a guard
+process (a second chstate) that stops COMMAND and everything it started
+(SIGTERM, then SIGKILL after 5 s) when chstate ends however it ends (SIGKILL
+and OOM kills included), when the lock is lost, and, when COMMAND exits,
+what it left running, before the lock is released.
 
 The lock's mode (--lock-mode):
   strict           (the default on the embedded engine) the lease is renewed
                    every lease_ttl/3 (20 s); if a renewal fails the lock is
-                   lost: COMMAND gets SIGTERM and chstate exits with status 4.
+                   lost: COMMAND and what it started are stopped and chstate
+                   exits with status 124. A chstate killed while holding it leaves a lease that
+                   expires after lease_ttl (60 s) and clock_skew.
                    Needs ClickHouse >= 22.2; Python Meltano does not see it.
   seed-compatible  (the default over HTTP) the lock Python Meltano honours.
                    It cannot be renewed: after its stale age (300 s) another
                    client may remove it and take the lock. chstate warns on
                    standard error when COMMAND runs that long; keep locked
                    commands shorter, or use strict where no Meltano shares
-                   the lock.
+                   the lock. A chstate killed while holding it leaves its
+                   row, which blocks the id until that stale age.
 A second `chstate lock` on the same id waits for the first (up to
 --lock-timeout), as do set, merge, clear and edit of that id and move from it.
 )";

@@ -5,7 +5,9 @@
 //
 // The only translation unit that includes the store (and with it
 // Boost.Asio and Boost.Beast); argument parsing, JSON layout, progress and
-// child processes are in cli.cpp, the help texts in help.cpp.
+// child processes are in cli.cpp, the help texts in help.cpp, and the guard
+// between `lock` and its command (this program again, started by lock) in
+// guard.cpp.
 #include "cli.hpp"
 
 #include <chstate/open.hpp>
@@ -665,7 +667,7 @@ int cmd_lock(context& c, const sigset_t& child_mask) {
                   << cli::one_line(message_of(e)) << '\n';
     }
     if (outcome.lost)
-        return cli::exit_locked;
+        return cli::exit_lock_lost;
     return outcome.status;
 }
 
@@ -736,13 +738,18 @@ void report(const std::string& command, const std::string& message) {
 } // namespace
 
 int main(int argc, char** argv) {
+    if (argc >= 2 && argv[1] == cli::guard_marker) // `lock`'s guard process (guard.cpp)
+        return cli::run_guard(argc, argv);
     cli::invocation inv;
     try {
         inv = cli::parse_command_line(argc, argv);
     } catch (const cli::failure& f) {
         report("", f.what());
-        return f.status;
+        return cli::names_lock_command(argc, argv) ? cli::exit_lock_failed : f.status;
     }
+    // lock: chstate's own failures exit with a status its command's cannot be
+    // mistaken for (the command's own status is passed on as it is).
+    const auto own = [&](int status) { return inv.command == "lock" ? int(cli::exit_lock_failed) : status; };
     if (inv.version) {
         std::cout << cli::version_text() << std::flush;
         return cli::exit_ok;
@@ -765,15 +772,15 @@ int main(int argc, char** argv) {
         return run(store, inv, cfg, child_mask);
     } catch (const cli::failure& f) {
         report(inv.command, f.what());
-        return f.status;
+        return own(f.status);
     } catch (const chstate::error& e) {
         report(inv.command, message_of(e));
-        return status_for(e.code());
+        return own(status_for(e.code()));
     } catch (const boost::system::system_error& e) {
         report(inv.command, e.what());
-        return status_for(e.code());
+        return own(status_for(e.code()));
     } catch (const std::exception& e) {
         report(inv.command, e.what());
-        return cli::exit_failure;
+        return own(cli::exit_failure);
     }
 }
