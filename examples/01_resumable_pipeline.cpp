@@ -71,18 +71,38 @@ asio::awaitable<void> run_pipeline(chstate::embedded_state_store& store, int max
 
 } // namespace
 
+constexpr const char* usage = "usage: 01_resumable_pipeline [--batches N] [--reset] [URI]\n"
+                              "  copies 100 orders in batches of 10, bookmarking after each; stops after N\n"
+                              "  batches (default 4); run it again to resume. --reset starts over.\n"
+                              "  URI: a chdb: URI (default: $MELTANO_STATE_BACKEND_URI, else chdb:.cache/example-state)\n";
+
 int main(int argc, char** argv) {
     int max_batches = 4;
     bool reset = false;
     std::string uri;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
-        if (arg == "--batches" && i + 1 < argc)
-            max_batches = std::atoi(argv[++i]);
-        else if (arg == "--reset")
+        if (arg == "--help" || arg == "-h") {
+            std::cout << usage;
+            return 0;
+        }
+        if (arg == "--batches") {
+            char* end = nullptr;
+            const long n = i + 1 < argc ? std::strtol(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || *end != '\0' || n < 1 || n > 1000) {
+                std::cerr << "--batches takes a number from 1 to 1000\n" << usage;
+                return 2;
+            }
+            max_batches = static_cast<int>(n);
+            ++i;
+        } else if (arg == "--reset") {
             reset = true;
-        else
+        } else if (arg.starts_with("-") || !uri.empty()) {
+            std::cerr << "unexpected argument \"" << arg << "\"\n" << usage;
+            return 2;
+        } else {
             uri = arg;
+        }
     }
     if (uri.empty()) {
         const char* env = std::getenv("MELTANO_STATE_BACKEND_URI");

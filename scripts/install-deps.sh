@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Install the Debian packages chstate needs to build and test.
-# Usage: scripts/install-deps.sh
+# Usage: scripts/install-deps.sh [--example]
+#   --example  only what scripts/run-example.sh needs: a compiler, Boost's
+#              headers and libraries, and npm (for scripts/fetch-chdb.sh)
 # Runs `apt-get update` + `apt-get install` only when something is missing.
 set -euo pipefail
 
 die() { echo "install-deps: error: $*" >&2; exit 1; }
 
+example_packages=(g++ libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev ca-certificates)
 packages=(
   g++ cmake ninja-build meson pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
@@ -20,6 +23,12 @@ packages=(
   # scripts/fuzz.sh: libFuzzer (the runtime -fsanitize=fuzzer links is in libclang-rt-14-dev).
   libfuzzer-14-dev
 )
+case ${1:-} in
+  --example) packages=("${example_packages[@]}") ;;
+  "") ;;
+  -h | --help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) die "unknown argument '$1' (usage: scripts/install-deps.sh [--example])" ;;
+esac
 # nodejs/npm (for scripts/fetch-chdb.sh) only when npm is not already there.
 if ! command -v npm >/dev/null 2>&1; then
   packages+=(nodejs npm)

@@ -56,9 +56,10 @@ stage_done() {
 }
 
 if [[ $mode == quick ]]; then
-  # Only what the quick tier runs: the test binary and the README's programs.
+  # Only what the quick tier runs: the test binary, the README's programs and
+  # the tool that reads the quickstart's state back (tests/readme/run.sh).
   bash scripts/build.sh chstate_tests readme_quickstart readme_values readme_simulated_time \
-    readme_simulated_job readme_http readme_separate
+    readme_simulated_job readme_http readme_separate chstate_cli
 else
   # Everything the stages below run; the benchmarks and examples (built to
   # prove they compile, run by nobody here) build in the background below.
@@ -205,7 +206,7 @@ if [[ $mode != custom ]]; then
   bash tests/readme/run.sh build || status=1
   stage_done readme
 fi
-# Exact values (README "Exact values"): every engine's fidelity results
+# Exact values (docs/values.md): every engine's fidelity results
 # against Python's json module, in one line.
 fidelity_results=("$CHSTATE_FIDELITY_RESULTS"/results-*.tsv)
 if [[ -f $CHSTATE_FIDELITY_RESULTS/corpus.tsv && -f ${fidelity_results[0]} ]]; then
@@ -226,7 +227,7 @@ if [[ $mode == full ]]; then
   # so it runs beside the next stage, which compiles.
   python3 tests/cli/test_cli.py build/tools/chstate --server-dir "$server_dir" >"$test_dir/cli.out" 2>"$test_dir/cli.log" &
   cli_pid=$!
-  # chstate as a new user gets it (README "Using chstate in your project"):
+  # chstate as a new user gets it (docs/using-chstate.md):
   # the installed package, add_subdirectory, Meson and pkg-config, each
   # building and running the main example; one line, `consumers: ...`.
   bash scripts/check-consumers.sh build || status=1
