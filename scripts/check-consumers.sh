@@ -269,6 +269,16 @@ consumer_pkg_config() {
   # shellcheck disable=SC2086
   step g++ "$d/example.o" -o "$d/resumable_pipeline" $libs
   run_example pkg-config "$d/resumable_pipeline" CHSTATE_CHDB_LIBRARY="$chdb"
+  # The README's flags for a plain compiler ("Adding chstate to a project"),
+  # exactly: the example's object, and the HTTP program's from the
+  # cmake_package build, link with them alone.
+  step g++ "$d/example.o" -o "$d/plain_flags" -lboost_json -lboost_url -pthread -ldl
+  run_example plain-flags "$d/plain_flags" CHSTATE_CHDB_LIBRARY="$chdb"
+  local http_object
+  http_object=$(find "$work/cmake-package/build" -name 'http_check.cpp.o' -path '*/http_check.dir/*' | head -n 1)
+  [[ -f $http_object ]] || fail "no http_check object in the cmake_package build"
+  step g++ "$http_object" -o "$d/plain_flags_http" -lboost_json -lboost_url -lssl -lcrypto -pthread -ldl
+  run_http_check "$d/plain_flags_http" consumer:plain-flags
   # Meson's install writes its own chstate.pc: the same object links with it.
   local mp=$work/meson-install
   step meson setup "$mp/build" "$repo" -Dtests=false -Dtools=false --prefix "$mp/prefix" | tail -n 3

@@ -6,7 +6,7 @@
 //   * chstate's own heavy definitions (<chstate/src.hpp>: the configuration
 //     parsing on Boost.URL, the HTTP transport on Boost.Beast and OpenSSL),
 //     exactly as a program of yours would under CHSTATE_SEPARATE_COMPILATION
-//     (README: "Using chstate in your project").
+//     (docs/using-chstate.md).
 // Boost.JSON and Boost.URL are not here: they come from the distribution's
 // shared libraries through chstate::chstate, as in a program of yours.
 // chstate header-only (no macro) is what the fuzz targets, the `chstate`

@@ -1,5 +1,4 @@
-// Exact values, measured against Python's json module (README "Exact
-// values"). Templated test cases over the data fixtures (DATA_CASE,
+// Exact values, measured against Python's json module (docs/values.md). Templated test cases over the data fixtures (DATA_CASE,
 // tests/contract.hpp), included once per test file, inside its suite.
 //
 // tests/fidelity/corpus.py writes what Python's json.dumps produces for

@@ -1,4 +1,4 @@
-// No size limits of chstate's making (README "Exact values"): a 1 MiB state
+// No size limits of chstate's making (docs/values.md): a 1 MiB state
 // id and large states through every operation — a 100 MB state stored and
 // read back on chDB, then 32 MB through every operation on both engines.
 // A templated test case over the data fixtures (DATA_CASE,

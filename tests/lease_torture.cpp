@@ -1,5 +1,5 @@
 // The strict lock's lease contract on chDB, on the real clock, under chaos
-// (README "Tests": the lease torture). Part of the `embedded` suite.
+// (docs/development.md: the lease torture). Part of the `embedded` suite.
 //
 // Threads, each with its own store over this process's chDB engine, take
 // the lock of one state id again and again and, per holder, do something

@@ -1,4 +1,4 @@
-// No state changed, lost or hidden (README "Exact values"): one case per
+// No state changed, lost or hidden (docs/values.md): one case per
 // way chstate used to lose data. Templated test cases over the data fixtures
 // (DATA_CASE, tests/contract.hpp), included once per test file, inside its suite.
 

@@ -76,7 +76,7 @@ struct endpoint {
 
 using namespace std::chrono_literals;
 
-/// Which lock protocol the store runs (README: "The lock").
+/// Which lock protocol the store runs (docs/lock.md).
 enum class lock_mode {
     /// strict where the store is certain no seed (Python Meltano) process
     /// shares the lock: the embedded engine (chDB); seed_compatible over
@@ -118,7 +118,7 @@ struct lock_options {
 };
 
 /// What a write's version (the state table's ReplacingMergeTree column
-/// updated_at) is made of (README: "Versions").
+/// updated_at) is made of (docs/versions.md).
 enum class write_versions {
     /// greatest(the server's now64(3), the id's newest updated_at + 1 ms),
     /// computed by the server inside the INSERT: a write that starts after
@@ -152,7 +152,7 @@ struct reply_limits {
     std::size_t max_operation_bytes = std::size_t(256) << 20; // 256 MiB
 };
 
-/// A replicated cluster (README: "Cluster"). With a name the store keeps
+/// A replicated cluster (docs/cluster.md). With a name the store keeps
 /// its tables as Replicated*MergeTree on every replica of the cluster's
 /// shard and writes and reads them so that a state acknowledged on one
 /// replica is what a read on any replica returns. Without one (the default)

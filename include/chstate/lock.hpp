@@ -4,7 +4,7 @@
 // lease is move-only; it releases the lock when released explicitly
 // (async_release / release) or, failing that, when destroyed — then the
 // release runs in the background and its outcome is not reported. A lease
-// may outlive its store: it keeps what it needs of it (README "The lock").
+// may outlive its store: it keeps what it needs of it (docs/lock.md).
 //
 // In lock_mode::strict a lease also carries a fencing token (token(): its
 // grant's number, increasing per state id) and an expiry (expires_at():

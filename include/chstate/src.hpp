@@ -9,8 +9,8 @@
 // That file compiles the configuration parsing (Boost.URL), the HTTP
 // transport (Boost.Beast, and OpenSSL unless CHSTATE_NO_TLS is defined) and
 // the store's operations and lock protocols (coroutines over the session);
-// the program links what chstate::http names (README: "Using chstate in
-// your project"). Without the macro, the headers define everything and this
+// the program links what chstate::http names (docs/using-chstate.md).
+// Without the macro, the headers define everything and this
 // file is not used.
 #pragma once
 

@@ -321,7 +321,7 @@ public:
 
     // ---- locks ------------------------------------------------------------------
 
-    /// Acquires the advisory lock for `state_id` (README "The lock"): fails
+    /// Acquires the advisory lock for `state_id` (docs/lock.md): fails
     /// with errc::state_id_locked once options().lock.timeout has passed,
     /// statements in flight included. Cancelling it gives back whatever it
     /// had claimed and completes with operation_aborted.

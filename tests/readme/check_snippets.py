@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Checks that every C++ block in README.md is compiled by the build.
+"""Checks that every C++ block in README.md and docs/*.md is compiled by the build.
 
-Each ```cpp block in the README is preceded (blank lines aside) by
+Each ```cpp block in those pages is preceded (blank lines aside) by
 
     <!-- snippet: tests/readme/FILE.cpp#NAME -->
 
@@ -16,10 +16,10 @@ built by tests/readme/CMakeLists.txt and tests/readme/meson.build (and most
 run: tests/readme/run.sh). This script fails when a C++ block has no
 snippet comment, when a block and its marked region differ, when a snippet
 file is not named in both build files, when a snippet comment stands before
-a block that is not C++, or when a marked region is not shown in the README
+a block that is not C++, or when a marked region is not shown on any page
 (an orphan). It prints
 
-    readme-snippets: blocks=N compiled=N mismatches=0
+    docs-snippets: pages=P blocks=N compiled=N mismatches=0
 
 and exits non-zero on any problem, explaining each on stderr.
 
@@ -100,8 +100,8 @@ def main():
     root = args.root
     problems = []
 
-    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
-        readme = f.read().split("\n")
+    pages = ["README.md"] + sorted(
+        os.path.join("docs", n) for n in os.listdir(os.path.join(root, "docs")) if n.endswith(".md"))
 
     build_files = {}
     for name in ("CMakeLists.txt", "meson.build"):
@@ -117,44 +117,48 @@ def main():
 
     blocks = compiled = mismatches = 0
     shown = set()
-    for line, lang, body, comment in readme_blocks(readme):
-        if lang not in CPP_LANGS:
-            if comment:
-                problems.append(f"README.md:{line}: a snippet comment stands before a ```{lang} block")
-            continue
-        blocks += 1
-        if not comment:
-            problems.append(f"README.md:{line}: ```{lang} block without a '<!-- snippet: "
-                            f"{SNIPPET_DIR}/FILE.cpp#NAME -->' comment before it")
-            continue
-        rel, name = os.path.normpath(comment.group(1)), comment.group(2)
-        if (rel, name) in shown:
-            problems.append(f"README.md:{line}: snippet {rel}#{name} is shown twice")
-        shown.add((rel, name))
-        if (rel, name) not in regions:
-            problems.append(f"README.md:{line}: {rel} has no region marked '// [snippet {name}]'")
-            mismatches += 1
-            continue
-        first, region = regions[(rel, name)]
-        if region != body:
-            mismatches += 1
-            diff = difflib.unified_diff(body, region, f"README.md:{line}", f"{rel}:{first + 1}", lineterm="")
-            problems.append(f"README.md:{line}: block differs from {rel}#{name}:\n" + "\n".join(diff))
-            continue
-        base = os.path.basename(rel)
-        missing = [b for b, text in build_files.items() if not re.search(r"['\s(/]" + re.escape(base) + r"['\s)]", text)]
-        if missing:
-            problems.append(f"README.md:{line}: {rel} is not built by {SNIPPET_DIR}/{' or '.join(missing)}")
-            continue
-        compiled += 1
+    for page in pages:
+        with open(os.path.join(root, page), encoding="utf-8") as f:
+            text = f.read().split("\n")
+        for line, lang, body, comment in readme_blocks(text):
+            where = f"{page}:{line}"
+            if lang not in CPP_LANGS:
+                if comment:
+                    problems.append(f"{where}: a snippet comment stands before a ```{lang} block")
+                continue
+            blocks += 1
+            if not comment:
+                problems.append(f"{where}: ```{lang} block without a '<!-- snippet: "
+                                f"{SNIPPET_DIR}/FILE.cpp#NAME -->' comment before it")
+                continue
+            rel, name = os.path.normpath(comment.group(1)), comment.group(2)
+            if (rel, name) in shown:
+                problems.append(f"{where}: snippet {rel}#{name} is shown twice")
+            shown.add((rel, name))
+            if (rel, name) not in regions:
+                problems.append(f"{where}: {rel} has no region marked '// [snippet {name}]'")
+                mismatches += 1
+                continue
+            first, region = regions[(rel, name)]
+            if region != body:
+                mismatches += 1
+                diff = difflib.unified_diff(body, region, where, f"{rel}:{first + 1}", lineterm="")
+                problems.append(f"{where}: block differs from {rel}#{name}:\n" + "\n".join(diff))
+                continue
+            base = os.path.basename(rel)
+            missing = [b for b, t in build_files.items() if not re.search(r"['\s(/]" + re.escape(base) + r"['\s)]", t)]
+            if missing:
+                problems.append(f"{where}: {rel} is not built by {SNIPPET_DIR}/{' or '.join(missing)}")
+                continue
+            compiled += 1
 
     for (rel, name), (first, _) in sorted(regions.items()):
         if (rel, name) not in shown:
-            problems.append(f"{rel}:{first}: snippet {name!r} is not shown in README.md (orphan)")
+            problems.append(f"{rel}:{first}: snippet {name!r} is not shown on any page (orphan)")
 
     for p in problems:
-        print(f"readme-snippets: {p}", file=sys.stderr)
-    print(f"readme-snippets: blocks={blocks} compiled={compiled} mismatches={mismatches}")
+        print(f"docs-snippets: {p}", file=sys.stderr)
+    print(f"docs-snippets: pages={len(pages)} blocks={blocks} compiled={compiled} mismatches={mismatches}")
     return 1 if problems or compiled != blocks else 0
 
 

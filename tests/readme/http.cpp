@@ -1,4 +1,4 @@
-// README "In fifteen lines", the HTTP block: the lines between the snippet
+// README "Quickstart", the HTTP block: the lines between the snippet
 // markers are the README's, verbatim (tests/readme/check_snippets.py
 // compares them). The only README file that includes transport/http.hpp
 // (Boost.Beast is slow to compile). tests/readme/run.sh runs it against the
@@ -31,7 +31,7 @@ chstate::http_state_store store{chstate::http_transport(threads.get_executor(),
 std::string bookmarks_of(const std::string& state_id) {
     auto store = chstate::open(chstate::config::from_environment());
     auto saved = store.get(state_id);
-    return saved ? chstate::serialize_json(saved->merged()["bookmarks"]) : "no state";
+    return saved ? chstate::serialize_json(saved->merged()["singer_state"]) : "no state";
 }
 // [/snippet]
 
@@ -46,28 +46,28 @@ bool open_on_chdb() {
     {
         auto store = chstate::open(chstate::config::from_environment());
         chstate::state s{"readme:open"};
-        s.partial_state = {{"bookmarks", {{"users", 8}}}};
+        s.partial_state = {{"singer_state", {{"bookmarks", {{"users", 8}}}}}};
         store.set(s);
     }
     const std::string got = bookmarks_of("readme:open");
     const std::string missing = bookmarks_of("readme:none");
     std::filesystem::remove_all(dir);
     std::cout << "readme open (chdb): " << got << ", " << missing << "\n";
-    return got == R"({"users": 8})" && missing == "no state";
+    return got == R"({"bookmarks": {"users": 8}})" && missing == "no state";
 }
 
 int main() {
     try {
         std::cout << "readme http: " << cfg.redacted_uri() << ", schema " << cfg.store.schema << "\n";
         chstate::state s{"readme:http"};
-        s.partial_state = {{"bookmarks", {{"users", 7}}}};
+        s.partial_state = {{"singer_state", {{"bookmarks", {{"users", 7}}}}}};
         store.set(s);
         auto got = store.get("readme:http");
-        bool ok = got && got->merged()["bookmarks"].at("users").as_int64() == 7;
+        bool ok = got && got->merged()["singer_state"].at("bookmarks").at("users").as_int64() == 7;
         // The open snippet over the same HTTP settings, then on chDB.
         const std::string via_open = bookmarks_of("readme:http");
         std::cout << "readme open (http): " << via_open << "\n";
-        ok = ok && via_open == R"({"users": 7})" && open_on_chdb();
+        ok = ok && via_open == R"({"bookmarks": {"users": 7}})" && open_on_chdb();
         store.delete_state("readme:http");
         std::cout << "readme http: " << (ok ? "ok" : "FAILED: the state read back differs") << "\n";
         return ok ? 0 : 1;

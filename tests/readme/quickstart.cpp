@@ -1,4 +1,4 @@
-// README "In fifteen lines": the block between the snippet markers is the
+// README "Quickstart": the block between the snippet markers is the
 // README's, verbatim (tests/readme/check_snippets.py compares them). It runs:
 // tests/readme/run.sh starts it twice in one folder; the second run must
 // resume from the first run's bookmark.
@@ -20,12 +20,13 @@ namespace asio = boost::asio;
 
 asio::awaitable<void> sync_users(chstate::embedded_state_store& store) {
     auto saved = co_await store.async_get("dev:tap-github-to-target-ch", asio::use_awaitable);
-    std::int64_t since = saved ? saved->merged()["bookmarks"].at("users").as_int64() : 0;
+    // Meltano's shape: {"singer_state": {"bookmarks": {"users": N}}}
+    std::int64_t since = saved ? saved->merged()["singer_state"].at("bookmarks").at("users").as_int64() : 0;
 
     std::int64_t newest = co_await copy_users_after(since);    // your pipeline step
 
     chstate::state progress{"dev:tap-github-to-target-ch"};
-    progress.partial_state["bookmarks"] = {{"users", newest}};
+    progress.partial_state["singer_state"] = {{"bookmarks", {{"users", newest}}}};
     co_await store.async_update(progress, asio::use_awaitable); // locked merge, Meltano's rules
 }
 

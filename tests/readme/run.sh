@@ -2,11 +2,14 @@
 # The README's C++ blocks: checks that each matches its compiled file
 # (check_snippets.py), then runs the programs built from them:
 #   readme_quickstart       twice in a fresh folder on the embedded engine; the
-#                           second run must resume from the first's bookmark
+#                           second run must resume from the first's bookmark,
+#                           and the stored state must be the one Meltano
+#                           writes (read back with BUILD_DIR/tools/chstate)
 #   readme_values           "Exact values" and the GCC 12 note, checked
 #   readme_simulated_time   the settle snippet, checked
 #   readme_simulated_job    the "testing your own code" program (its own checks)
 #   readme_separate         "Compiling chstate once": its own src.hpp, checked
+#   scripts/run-example.sh  the README's first command: --help, then twice
 #   readme_http             against the test server in $CHSTATE_TEST_SERVER_DIR
 #                           (scripts/clickhouse-server.sh); fails without one
 # Prints each program's output, then
@@ -33,6 +36,32 @@ if [[ $first == "copy_users_after 0" && $second == "copy_users_after 10" ]]; the
   echo "readme quickstart: ok (first run from 0, second resumed from bookmark 10)"
 else
   fail "readme_quickstart: expected 'copy_users_after 0' then 'copy_users_after 10', got '$first' then '$second'"
+fi
+# What it stored is Meltano's shape (`meltano state get` prints the same):
+# the bookmark under singer_state, compared by Python's json module.
+ran=$((ran + 1))
+tool=$(cd "$1" && pwd)/tools/chstate
+if [[ ! -x $tool ]]; then
+  fail "$tool is not built (scripts/test.sh builds it): the quickstart's stored state cannot be read back"
+elif stored=$("$tool" --uri "chdb:$work/my-pipeline-state" state get dev:tap-github-to-target-ch 2>&1) &&
+     python3 -c 'import json, sys; sys.exit(json.loads(sys.argv[1]) != {"singer_state": {"bookmarks": {"users": 20}}})' \
+       "$stored"; then
+  echo "readme quickstart: ok (stored $stored, Meltano's shape)"
+else
+  fail "readme_quickstart: stored '$stored', expected {\"singer_state\": {\"bookmarks\": {\"users\": 20}}}"
+fi
+
+# The README's first command, as a new user runs it: --help, then twice in a
+# folder of its own (the second run resumes from the first's bookmark).
+ran=$((ran + 1))
+example_help=$(bash "$repo/scripts/run-example.sh" --help 2>&1) || fail "run-example.sh --help: $example_help"
+ex1=$(bash "$repo/scripts/run-example.sh" --batches 1 "chdb:$work/example-state" 2>&1) || fail "run-example.sh: $ex1"
+ex2=$(bash "$repo/scripts/run-example.sh" --batches 1 "chdb:$work/example-state" 2>&1) || fail "run-example.sh (again): $ex2"
+if grep -q -- '--batches N' <<<"$example_help" && grep -q 'run-example: compiling\|run-example: running it' <<<"$ex1" &&
+   grep -q 'copied orders 1\.\.10' <<<"$ex1" && grep -q 'resuming from bookmark: orders.last_id = 10' <<<"$ex2"; then
+  echo "readme run-example: ok (--help; first run copied 1..10, second resumed from 10)"
+else
+  fail "run-example.sh: unexpected output: help '${example_help:0:300}' first '${ex1:0:600}' second '${ex2:0:600}'"
 fi
 
 for program in readme_values readme_simulated_time readme_simulated_job readme_separate; do

@@ -1,4 +1,4 @@
-// README "Using chstate in your project", "Compiling chstate once": the
+// docs/using-chstate.md, "Compiling chstate once": the
 // chstate.cpp block between the snippet markers is the README's, verbatim
 // (tests/readme/check_snippets.py compares them). Built as the README's
 // CMake form builds a program (CHSTATE_SEPARATE_COMPILATION, chstate::http;

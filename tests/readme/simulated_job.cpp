@@ -1,4 +1,4 @@
-// README "Testing your code with simulated time", second block: a whole
+// docs/simulated-time.md, second block: a whole
 // program, verbatim between the snippet markers
 // (tests/readme/check_snippets.py compares them); tests/readme/run.sh runs
 // it and fails when it returns non-zero.

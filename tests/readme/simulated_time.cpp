@@ -1,4 +1,4 @@
-// README "Testing your code with simulated time", first block: the lines
+// docs/simulated-time.md, first block: the lines
 // between the snippet markers are the README's, verbatim
 // (tests/readme/check_snippets.py compares them). It runs, and what the
 // README says of it is checked after it.

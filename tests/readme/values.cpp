@@ -1,4 +1,4 @@
-// README "Exact values" and the GCC 12 note under "In fifteen lines": the
+// docs/values.md and the GCC 12 note under "In fifteen lines": the
 // blocks between the snippet markers are the README's, verbatim
 // (tests/readme/check_snippets.py compares them). Both run here, on the
 // simulator, and their results are checked.

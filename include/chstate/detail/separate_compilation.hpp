@@ -10,8 +10,7 @@
 // headers only declare those functions (and no longer include Beast,
 // OpenSSL or Boost.URL); exactly one source file includes
 // <chstate/src.hpp>, which includes every .ipp and so holds the
-// definitions, and CHSTATE_DECL is empty. README: "Using chstate in your
-// project".
+// definitions, and CHSTATE_DECL is empty. See docs/using-chstate.md.
 //
 // How a part of the library joins: define its heavy functions in
 // detail/<part>/*.ipp, each starting with CHSTATE_DECL (templates stay in

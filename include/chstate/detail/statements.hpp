@@ -140,7 +140,7 @@ public:
     /// carries an insert_deduplication_token naming its event, so of rival
     /// grants of one (state_id, token) exactly one row is kept: the
     /// deduplication log is checked and updated atomically with the part's
-    /// commit (README "strict"). Replicated: ZooKeeper (Keeper) decides
+    /// commit (docs/lock.md). Replicated: ZooKeeper (Keeper) decides
     /// block ids for rivals on any replica.
     statement create_grant_table() const {
         return ddl("CREATE TABLE IF NOT EXISTS " + t_.grant + on_cluster() +
@@ -161,7 +161,7 @@ public:
     /// to PREWHERE by itself, so it would read both state columns of every
     /// row in the id's granules (8192 rows: on a table of 4,000 2 KB states
     /// 18.16 took 40.6 ms a get against 5.2 ms with PREWHERE; chDB 26.5
-    /// 3.6 ms either way — README "Tables"). The test is on the
+    /// 3.6 ms either way — docs/settings.md). The test is on the
     /// sorting key, so it drops whole groups of versions before FINAL
     /// collapses them: the same row as WHERE, on 18.16 and on 26.x.
     statement select_state(std::string_view id, bool with_version = false) const {

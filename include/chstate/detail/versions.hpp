@@ -1,6 +1,6 @@
 // chstate/detail/versions.hpp — what a write's version (the state table's
 // ReplacingMergeTree column updated_at) is made of: one rule, one place
-// (README "Versions").
+// (docs/versions.md).
 //
 //   write_versions::monotonic (default): greatest(now, the id's newest
 //     updated_at + 1 ms), so a write that starts after another finished

@@ -1,5 +1,5 @@
 // tests/consumers: the one file of a CHSTATE_SEPARATE_COMPILATION program
-// that holds chstate's compiled definitions (README: "Using chstate in your
-// project", "Compiling chstate once"). http_check_separate is http_check.cpp
+// that holds chstate's compiled definitions (docs/using-chstate.md,
+// "Compiling chstate once"). http_check_separate is http_check.cpp
 // built that way.
 #include <chstate/src.hpp>

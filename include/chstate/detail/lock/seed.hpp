@@ -1,5 +1,5 @@
 // chstate/detail/lock/seed.hpp — the seed's lock protocol, kept so a
-// Python Meltano process and chstate exclude each other (README "The lock",
+// Python Meltano process and chstate exclude each other (docs/lock.md,
 // seed_compatible). Best effort: a background merge that collapses rival
 // candidate rows, a slow acquirer or clocks apart can let two win.
 //

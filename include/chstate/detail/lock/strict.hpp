@@ -1,5 +1,5 @@
 // chstate/detail/lock/strict.hpp — the strict lock: grants the server
-// decides, fencing tokens, leases (README "The lock", strict).
+// decides, fencing tokens, leases (docs/lock.md, strict).
 //
 // acquire: read the id's newest event (token t) — or trust this store's own
 // last release of it (free_token_hint) — and when t is free (released, or
