@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sanitized test runs (docs/development.md), run by scripts/test.sh on full runs.
+# Sanitized test runs (README "Tests"), run by scripts/test.sh on full runs.
 #
 # Builds the test binary without the embedded engine twice with clang 14
 # (tests/CMakeLists.txt; ASan -O1, TSan -O0, both -gline-tables-only):
@@ -47,15 +47,12 @@ plain_only_cases=(
   "hostile-input: every statement*chstate::open"
 )
 # ASan+UBSan: every suite that does not need chDB (server in a process of
-# its own, beside the others), in four processes: each of the explorer's
-# three cases, and the rest of simulated with unit and json. (In one process
-# they took 405 s of the stage's 416 s while a core sat idle beside the
-# server lane's waits; in two, the explorer's 373 s were the longest lane.)
+# its own, beside the others), in two processes of about equal CPU: the
+# explorer's cases, and the rest of simulated with unit and json. (In one
+# process they took 405 s of the stage's 416 s while a core sat idle beside
+# the server lane's waits.)
 asan_local_suites=unit,json,simulated
-# The schedule explorer's three cases, each a process of its own under ASan
-# (in one process their sum, 373 s, was the stage's longest lane).
-asan_explorer_cases=("lock-schedules: the seed-compatible*" "lock-schedules: the strict*"
-                     "lock-schedules: both protocols*")
+asan_explorer_cases="lock-schedules:*"
 # TSan: the cases where threads really meet, not the whole suites (TSan runs
 # 5-15x slower, and most cases are one thread handing work to one other):
 tsan_cases=(
@@ -299,14 +296,9 @@ tsan_lane & tsan_run=$!
 # chDB's stand-in that aborts if loaded: they must pass with neither.
 local_ok=0
 if ((asan_built)); then
-  explorer_runs=()
-  for n in "${!asan_explorer_cases[@]}"; do
-    run "asan_ubsan-explorer$n" asan env -u CHSTATE_TEST_SERVER_DIR -- -ts="$asan_local_suites" \
-      -tc="${asan_explorer_cases[$n]}" & explorer_runs+=($!)
-  done
-  run_exclude=$(join_by , "${asan_explorer_cases[@]}") run asan_ubsan asan env -u CHSTATE_TEST_SERVER_DIR -- \
-    -ts="$asan_local_suites" && local_ok=1
-  for pid in "${explorer_runs[@]}"; do wait "$pid" || local_ok=0; done
+  run asan_ubsan-explorer asan env -u CHSTATE_TEST_SERVER_DIR -- -ts="$asan_local_suites" -tc="$asan_explorer_cases" & explorer_run=$!
+  run_exclude=$asan_explorer_cases run asan_ubsan asan env -u CHSTATE_TEST_SERVER_DIR -- -ts="$asan_local_suites" && local_ok=1
+  wait "$explorer_run" || local_ok=0
 fi
 server_ok=1 tsan_ok=1 lane=0
 wait "$server_run" || server_ok=0
