@@ -205,12 +205,18 @@ public:
     ///
     ///     auto driver = clock.drive();
     ///     std::thread job([&] { store.update(s); });   // may wait on the clock
-    ///     while (!done) clock.advance(1s);
+    ///     while (!done)
+    ///         if (auto next = clock.next_deadline(); next && *next - clock.now() < 1min)
+    ///             clock.advance_to_next();
     ///
-    /// Advance in steps: advance_to_next() from another thread may jump to a
-    /// far deadline (the lock's timeout) while the call's statement is still
-    /// in flight, which that thread cannot see (run() can). run() drives the
-    /// clock for as long as it runs, without this mark.
+    /// Move time only to a near wait (a lock round, the settle): the thread
+    /// driving cannot see the call's statements in flight (run() can), and
+    /// jumping meanwhile — to the lock's far deadline, or by fixed steps
+    /// while a busy machine starves the call — can expire the call's own
+    /// lease under it. run() drives the clock for as long as it runs,
+    /// without this mark. Known defect (open): the driving thread releases
+    /// its copy of a completed wait's executor after posting the handler,
+    /// when a blocking call may already have destroyed its own io_context.
     [[nodiscard]] driving drive() const { return driving(timeline_); }
 
     /// True while run() runs or a drive() mark is held on this timeline.
