@@ -490,6 +490,8 @@ void progress::draw(std::uint64_t done, bool final) {
 
 // ---- processes ----------------------------------------------------------------------
 
+int exit_status_of(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1; }
+
 namespace {
 
 int wait_status(pid_t pid) {
@@ -498,11 +500,7 @@ int wait_status(pid_t pid) {
         if (errno != EINTR)
             return 1;
     }
-    if (WIFEXITED(st))
-        return WEXITSTATUS(st);
-    if (WIFSIGNALED(st))
-        return 128 + WTERMSIG(st);
-    return 1;
+    return exit_status_of(st);
 }
 
 std::vector<char*> c_strings(std::vector<std::string>& v) {
@@ -621,7 +619,7 @@ child_outcome supervise(const std::vector<std::string>& command, const std::vect
         int st = 0;
         const pid_t done = ::waitpid(pid, &st, WNOHANG);
         if (done == pid) {
-            outcome.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+            outcome.status = exit_status_of(st);
             // The guard killed (kill -9, the OOM killer): what it started is
             // ours now (subreaper) and is stopped before the lock is released.
             stop_descendants();

@@ -165,6 +165,10 @@ private:
 
 // ---- processes --------------------------------------------------------------------
 
+/// A waitpid() status as a shell reports it: the exit status, 128 + N for
+/// signal N, 1 otherwise.
+int exit_status_of(int wait_status);
+
 /// Runs $VISUAL, else $EDITOR, else vi on `file` (through /bin/sh, so the
 /// variable may carry arguments) and waits for it. Returns its exit status
 /// (128 + signal when killed).

@@ -74,15 +74,13 @@ std::set<pid_t> children(bool live_only = false) {
     return out;
 }
 
-int status_of(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1; }
-
 /// Reaps every child that has ended; records `job`'s status.
 void reap(pid_t job, bool& job_done, int& job_status) {
     int st = 0;
     for (pid_t p; (p = ::waitpid(-1, &st, WNOHANG)) > 0;)
         if (p == job) {
             job_done = true;
-            job_status = status_of(st);
+            job_status = exit_status_of(st);
         }
 }
 
