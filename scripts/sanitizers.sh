@@ -43,15 +43,7 @@ chdb_cases=(
 # Left to the plain run: the endless-reply series through chstate::open (the
 # typed store's series runs here and covers the same transport code; the
 # second series only adds minutes of waiting on the server under ASan).
-# And, as a KNOWN DEFECT (issue 30 item 5, open): the drive() case. A thread
-# advancing a manual_clock while another makes a blocking call destroys,
-# after posting the completion, its copies of the handler's executor (a
-# strand of the blocking call's own io_context), which the call may already
-# have destroyed: UBSan reports ~strand_impl on a dead service, 1 to 3 runs
-# in 16 under load. The plain suites run the case; here it would fail CI by
-# chance until the clock hands its completion over without keeping a copy.
 plain_only_cases=(
-  "manual_clock: a blocking call that must wait on a clock nothing drives*"
   "hostile-input: every statement*chstate::open"
 )
 # ASan+UBSan: every suite that does not need chDB (server in a process of
@@ -73,6 +65,9 @@ tsan_cases=(
   "http: many coroutines over a small pool*"
   # The caller's own io_context and the transport's threads.
   "open: async forms from a coroutine*"
+  # A thread advancing a manual_clock completes the waits of a blocking call
+  # on another thread, whose io_context ends with the call (drive()).
+  "manual_clock: a blocking call that must wait on a clock nothing drives*"
   # Cancellation and timeouts race a pending read on the pool's threads.
   "http: cancellation through the handler's slot*"
   "http: the request timeout*"
@@ -236,7 +231,7 @@ run() {
 }
 
 echo "sanitizers: never run sanitized (they load chDB): suite embedded (not built), $(join_by , "${chdb_cases[@]}")"
-echo "sanitizers: run plain only: $(join_by , "${plain_only_cases[@]}") (the drive() case: a known defect, see scripts/sanitizers.sh)"
+echo "sanitizers: run plain only: $(join_by , "${plain_only_cases[@]}")"
 asan=failed tsan=failed
 # TSan on clang 14 cannot map its shadow with the large mmap randomisation
 # newer kernels use ("unexpected memory mapping"): run without address space

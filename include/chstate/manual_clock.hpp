@@ -37,8 +37,10 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -214,9 +216,9 @@ public:
     /// jumping meanwhile — to the lock's far deadline, or by fixed steps
     /// while a busy machine starves the call — can expire the call's own
     /// lease under it. run() drives the clock for as long as it runs,
-    /// without this mark. Known defect (open): the driving thread releases
-    /// its copy of a completed wait's executor after posting the handler,
-    /// when a blocking call may already have destroyed its own io_context.
+    /// without this mark. (A wait completed from the driving thread keeps
+    /// its handler's io_context running until this thread holds no copy of
+    /// its executor: see start_wait.)
     [[nodiscard]] driving drive() const { return driving(timeline_); }
 
     /// True while run() runs or a drive() mark is held on this timeline.
@@ -258,14 +260,36 @@ private:
     template <class Handler>
     void start_wait(Handler handler, asio::any_io_executor ex, duration d) {
         auto slot = asio::get_associated_cancellation_slot(handler);
-        auto hex = asio::get_associated_executor(handler, ex);
-        // Shared so both the timeline and a cancellation can complete it, once.
-        auto shared = std::make_shared<std::optional<Handler>>(std::move(handler));
-        auto complete = [shared, hex](error_code ec) {
-            if (!shared->has_value())
+        using handler_executor = asio::associated_executor_t<Handler, asio::any_io_executor>;
+        // The handler and its executor, shared so both the timeline and a
+        // cancellation can complete it, once (the timeline's mutex decides
+        // which). The executor is held here and nowhere else, so completing
+        // can give up every copy of it before it lets the handler's
+        // io_context stop.
+        struct pending {
+            std::optional<Handler> handler;
+            std::optional<handler_executor> executor;
+        };
+        auto shared = std::make_shared<pending>();
+        shared->executor.emplace(asio::get_associated_executor(handler, ex));
+        shared->handler.emplace(std::move(handler));
+        auto complete = [shared](error_code ec) {
+            if (!shared->handler)
                 return;
-            Handler h = std::move(**shared);
-            shared->reset();
+            // Completing from the thread that advances the clock: the moment
+            // the handler is posted, the thread running it may finish the
+            // call and destroy its io_context (a blocking call does), while
+            // this thread still holds copies of the executor (a strand's
+            // impl, whose destructor reaches its service). Tracked work
+            // keeps that io_context running until every copy this thread
+            // holds is gone; it is given up last (locals are destroyed in
+            // reverse order, and a strand releases its impl before its inner
+            // executor's work).
+            const auto work = asio::prefer(*shared->executor, asio::execution::outstanding_work.tracked);
+            Handler h = std::move(*shared->handler);
+            shared->handler.reset();
+            auto hex = std::move(*shared->executor);
+            shared->executor.reset();
             asio::post(hex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
         };
         if (d <= duration::zero()) {
