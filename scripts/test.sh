@@ -263,13 +263,14 @@ if [[ $mode == full ]]; then
     || { status=1; echo "build: the benchmarks or examples do not build:" >&2; grep -E -m 20 -A 5 'error|FAILED' "$test_dir/build-rest.log" >&2 || tail -n 30 "$test_dir/build-rest.log" >&2; }
   stage_done prebuild-wait
   # Fuzzing (fuzz/, scripts/fuzz.sh): every libFuzzer target for a bounded
-  # time (CHSTATE_FUZZ_SECONDS each, default 20 here — the full run's
-  # budget; fuzz.sh alone defaults to 60), one target at a time, beside the
+  # time (CHSTATE_FUZZ_SECONDS each, default 12 here — the full run's
+  # budget, smoke and regression over the seeds rather than a search;
+  # fuzz.sh alone defaults to 60), one target at a time, beside the
   # sanitized runs below: those are one CPU-bound process and one that
   # mostly waits on the server (measured: 478 s of CPU in 435 s, a core
   # idle), and fuzzing after them took another 89 s. One line, `fuzz:
   # targets=N runs=R crashes=0`, printed after the sanitizers' lines.
-  CHSTATE_FUZZ_JOBS=1 bash scripts/fuzz.sh "${CHSTATE_FUZZ_SECONDS:-20}" >"$test_dir/fuzz.log" 2>&1 & fuzz_pid=$!
+  CHSTATE_FUZZ_JOBS=1 bash scripts/fuzz.sh "${CHSTATE_FUZZ_SECONDS:-12}" >"$test_dir/fuzz.log" 2>&1 & fuzz_pid=$!
   # Sanitizers (scripts/sanitizers.sh): the suites that never load chDB
   # under ASan+UBSan and the concurrency-heavy cases under TSan, against a
   # server of its own; one line, `sanitizers: ...`.
