@@ -379,8 +379,9 @@ def tricky_states():
 
 
 def t_export_import_roundtrip(a, b):
-    a.clear_all()
-    b.clear_all()
+    for s in (a, b):  # (an embedded store that does not exist yet is made by set; clear refuses a missing one)
+        s.set("roundtrip-seed", '{"singer_state": {}}')
+        s.clear_all()
     states = tricky_states()
     # A document in Meltano's own export format, written by Python.
     meltano_doc = compact(states)
@@ -656,6 +657,11 @@ def t_usage(s):
                  ["--lock-mode", "sloppy", "state", "list"], ["state", "list", "--pattern"]]:
         r = expect(s.run(*args), EXIT_USAGE, f"usage {args}")
         check(len(r.err.splitlines()) == 1, f"{args}: one line: {r!r}")
+    # Once the command is known, its error names it.
+    for args, command in [(["state", "copy"], "state copy"), (["state", "get", "a", "b"], "state get"),
+                          (["state", "list", "--bogus"], "state list"), (["lock", "x"], "lock")]:
+        r = s.run(*args)
+        check(r.errtext().startswith(f"chstate: {command}: "), f"{args}: the message names '{command}': {r!r}")
 
 
 def t_connection_errors(binary, work):
@@ -665,7 +671,12 @@ def t_connection_errors(binary, work):
     r = expect(s.run("--uri", "clickhouse://u@127.0.0.1:1/db", "state", "list"), EXIT_CONNECTION, "refused port")
     check("s3cret-pw" not in r.errtext(), "no password in the message")
     check(len(r.err.splitlines()) == 1, f"one line: {r!r}")
-    expect(s.run("--uri", "nope://x", "state", "list"), EXIT_USAGE, "bad URI")
+    r = expect(s.run("--uri", "nope://x", "state", "list"), EXIT_USAGE, "bad URI")
+    # --uri takes the blame for its own value, not the variable it stands in for.
+    check("--uri" in r.errtext() and "MELTANO_STATE_BACKEND_URI" not in r.errtext(), f"names --uri: {r!r}")
+    env_uri = dict(env, MELTANO_STATE_BACKEND_URI="ftp://x")
+    r = expect(Store(binary, "nowhere", env_uri, work).run("state", "list"), EXIT_USAGE, "bad URI variable")
+    check("MELTANO_STATE_BACKEND_URI" in r.errtext(), f"names the variable: {r!r}")
     expect(s.run("--uri", "clickhouse://127.0.0.1/db", "state", "list"), EXIT_USAGE, "URI without user")
     r = expect(s.run("--uri", "clickhouse://u:topsecret@127.0.0.1:1/db", "state", "get", "x"), EXIT_CONNECTION, "password in URI")
     check("topsecret" not in r.errtext(), "no password from the URI in the message")
@@ -707,8 +718,42 @@ def t_default_folder(binary, work):
     check(s.ids() == [b"e"], "a folder of its own")
 
 
+def t_missing_folder(binary, work):
+    """A chdb: folder that does not exist: reads are refused (not taken for an empty store), set creates it."""
+    env = base_env()
+    s = Store(binary, "missing", env, work)
+    for n, args in enumerate([["state", "list"], ["state", "get", "x"], ["state", "export"],
+                              ["state", "clear", "--all", "--force"], ["state", "copy", "a", "b", "--force"],
+                              ["lock", "x", "--", "true"]]):
+        folder = os.path.join(work, f"no-such-{n}", "db")
+        r = s.run("--uri", f"chdb:{folder}", *args)
+        want = EXIT_LOCK_FAILED if args[0] == "lock" else EXIT_NOT_FOUND
+        expect(r, want, f"{args} on a missing folder")
+        check(folder in r.errtext() and "--uri" in r.errtext() and "does not exist" in r.errtext(),
+              f"{args}: names the folder and --uri: {r!r}")
+        check(not os.path.exists(folder), f"{args}: the folder was not created")
+    folder = os.path.join(work, "no-such-env", "db")
+    r = expect(Store(binary, "missing", dict(env, MELTANO_STATE_BACKEND_URI="chdb:" + folder), work).run(
+        "state", "list"), EXIT_NOT_FOUND, "list, the folder from the variable")
+    check("MELTANO_STATE_BACKEND_URI" in r.errtext(), f"names the variable: {r!r}")
+    folder = os.path.join(work, "created", "db")
+    r = expect(s.run("--uri", f"chdb:{folder}", "state", "set", "a", '{"singer_state": {}}', "--force"), EXIT_OK,
+               "set creates the folder")
+    check(f"creating the embedded store {folder}" in r.errtext(), f"set says it creates the store: {r!r}")
+    # Every write names where it wrote (the store and the table).
+    check(f"in chdb:{folder}, table meltano.state" in r.errtext(), f"set names the target: {r!r}")
+    r = expect(s.run("--uri", f"chdb:{folder}", "state", "copy", "a", "b", "--force"), EXIT_OK, "copy")
+    check(f"in chdb:{folder}, table meltano.state" in r.errtext(), f"copy names the target: {r!r}")
+    # A library path given and not loadable is the error, not a fall back to another copy.
+    r = s.run("--uri", f"chdb:{folder}", "state", "list", env={"CHSTATE_CHDB_LIBRARY": "/nonexistent/libchdb.so"})
+    expect(r, EXIT_CONNECTION, "CHSTATE_CHDB_LIBRARY names a missing file")
+    check("/nonexistent/libchdb.so" in r.errtext() and "CHSTATE_CHDB_LIBRARY" in r.errtext(),
+          f"names the variable and the path: {r!r}")
+
+
 def t_embedded_busy(s):
     """chDB serves a folder to one process: a second chstate waits for it, then reports it locked."""
+    s.set("busy-seed", '{"singer_state": {}}')  # the store exists (lock refuses a folder that does not)
     marker = os.path.join(s.work, "busy")
     release = os.path.join(s.work, "busy-release")
     for p in (marker, release):
@@ -1139,6 +1184,7 @@ def main():
         case("connection errors", t_connection_errors, binary, work)
         case("server: wrong password", t_wrong_password, f"{uri_no_pw}?schema={schema}", binary, work)
         case("default embedded folder", t_default_folder, binary, work)
+        case("chdb: a folder that does not exist", t_missing_folder, binary, work)
         for s in (chdb, server):
             case(f"{s.name}: set/get exact values", t_set_get_exact, s)
             case(f"{s.name}: set validation", t_set_validation, s)

@@ -124,6 +124,12 @@ bool names_lock_command(int argc, char** argv) {
 
 invocation parse_command_line(int argc, char** argv) {
     invocation inv;
+    parse_command_line(argc, argv, inv);
+    return inv;
+}
+
+void parse_command_line(int argc, char** argv, invocation& inv) {
+    inv = invocation{};
     std::vector<std::string> positional;
     std::vector<std::pair<std::string, std::string>> given; // name, value
     int i = 1;
@@ -217,7 +223,7 @@ invocation parse_command_line(int argc, char** argv) {
         inv.options[name].push_back(v);
     }
     if (inv.help || inv.version)
-        return inv;
+        return;
 
     if (inv.command.empty())
         throw usage_error("no command given (see chstate --help)");
@@ -249,7 +255,6 @@ invocation parse_command_line(int argc, char** argv) {
         throw usage_error("expected " + expected + " argument" + (spec.max_words == 1 ? "" : "s") + ", got " +
                           std::to_string(inv.words.size()) + " (see chstate " + inv.command + " --help)");
     }
-    return inv;
 }
 
 // ---- JSON text ----------------------------------------------------------------------

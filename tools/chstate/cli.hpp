@@ -84,6 +84,9 @@ struct invocation {
 /// Splits argv. Throws failure(exit_usage) for unknown commands and options,
 /// an option given where its command does not take it, or a missing value.
 invocation parse_command_line(int argc, char** argv);
+/// The same into `inv`, which holds the command as soon as it is known:
+/// a usage error then names it (`chstate: state copy: expected 2 …`).
+void parse_command_line(int argc, char** argv, invocation& inv);
 
 /// The usage text of `command` ("" for the tool itself, "state" for the group).
 std::string help_text(const std::string& command);

@@ -83,6 +83,15 @@ chstate::config make_config(const cli::global_options& g) {
             return g.uri;
         return chstate::process_environment(name);
     };
+    // A bad --uri is named as such (the variable it stands in for would
+    // otherwise take the blame in the library's message).
+    if (g.uri) {
+        chstate::error_code ec;
+        chstate::diagnostics diag;
+        (void)chstate::config::from_uri(*g.uri, ec, diag);
+        if (ec)
+            throw cli::usage_error("--uri: " + diag.message);
+    }
     bool connection_given = lookup("MELTANO_STATE_BACKEND_URI").has_value();
     for (const char* key : {"HOST", "PORT", "DATABASE", "USER", "PASSWORD", "SECURE", "CONNECT_TIMEOUT", "REQUEST_TIMEOUT"})
         connection_given = connection_given ||
@@ -175,6 +184,11 @@ struct context {
     void note(const std::string& message) const {
         if (!inv.global.quiet)
             std::cerr << "chstate: " << inv.command << ": " << cli::one_line(message) << '\n';
+    }
+    /// A write's line: what was written, and where — the store (its URI,
+    /// password hidden) and the table — so a wrong --uri or variable shows.
+    void note_written(const std::string& message) const {
+        note(message + " in " + cfg.redacted_uri() + ", table " + cfg.store.schema + "." + cfg.store.table);
     }
     /// Asks unless --force (Meltano's prompt); false: the user said no.
     bool confirmed(const std::string& question) const {
@@ -275,7 +289,7 @@ int cmd_set(context& c) {
         c.store.update(std::move(s));
     else
         c.store.set(std::move(s));
-    c.note("state for " + cli::quoted(id) + " was set");
+    c.note_written("state for " + cli::quoted(id) + " was set");
     return cli::exit_ok;
 }
 
@@ -313,7 +327,7 @@ int cmd_merge(context& c) {
                                        " has no \"singer_state\" key at its top level (--no-validate merges it anyway)");
         }
         c.store.merge(src, dst);
-        c.note("state " + cli::quoted(src) + " was merged into " + cli::quoted(dst));
+        c.note_written("state " + cli::quoted(src) + " was merged into " + cli::quoted(dst));
         return cli::exit_ok;
     }
     auto json = given_json(c, 1, "from-state");
@@ -325,7 +339,7 @@ int cmd_merge(context& c) {
     s.partial_state = parse_user_state(json->first, json->second == "--from-state" ? "the state" : json->second,
                                        validate);
     c.store.update(std::move(s)); // deep-merged onto the stored partial state, under the lock
-    c.note("state for " + cli::quoted(dst) + " was merged");
+    c.note_written("state for " + cli::quoted(dst) + " was merged");
     return cli::exit_ok;
 }
 
@@ -339,7 +353,7 @@ int cmd_copy_or_move(context& c, bool move) {
         c.store.move(src, dst);
     else
         c.store.copy(src, dst);
-    c.note("state " + cli::quoted(src) + (move ? " was moved to " : " was copied to ") + cli::quoted(dst));
+    c.note_written("state " + cli::quoted(src) + (move ? " was moved to " : " was copied to ") + cli::quoted(dst));
     return cli::exit_ok;
 }
 
@@ -351,10 +365,10 @@ int cmd_clear(context& c) {
         return aborted;
     if (all) {
         const auto n = c.store.clear_all();
-        c.note(std::to_string(n) + " state(s) were cleared");
+        c.note_written(std::to_string(n) + " state(s) were cleared");
     } else {
         c.store.clear(c.inv.words[0]);
-        c.note("state for " + cli::quoted(c.inv.words[0]) + " was cleared");
+        c.note_written("state for " + cli::quoted(c.inv.words[0]) + " was cleared");
     }
     return cli::exit_ok;
 }
@@ -418,7 +432,7 @@ int cmd_edit(context& c) {
     c.store.set(lease, std::move(s));
     lease.release();
     file.keep = false;
-    c.note("state for " + cli::quoted(id) + " was updated");
+    c.note_written("state for " + cli::quoted(id) + " was updated");
     return cli::exit_ok;
 }
 
@@ -585,7 +599,7 @@ int cmd_import(context& c) {
         bar.update(written);
     }
     bar.finish();
-    c.note("imported " + std::to_string(total) + " state(s)");
+    c.note_written("imported " + std::to_string(total) + " state(s)");
     return cli::exit_ok;
 }
 
@@ -731,6 +745,31 @@ int wait_for_embedded_folder(const cli::invocation& inv, const chstate::config& 
     return 0;
 }
 
+/// An embedded store's folder that does not exist: only `state set` and
+/// `state import` create one, and say so. Any other command would find an
+/// empty store there (and leave a new folder behind): with a typo in the
+/// path that reads as lost state, so it is refused, naming where the path
+/// came from.
+void check_embedded_folder(const cli::invocation& inv, const chstate::config& cfg) {
+    if (cfg.engine != chstate::config::engine_kind::embedded)
+        return;
+    std::error_code ec;
+    if (std::filesystem::exists(cfg.embedded_path, ec) || ec)
+        return; // (a file or an unreadable path: the engine's own error says what it is)
+    const std::string folder = cli::one_line(cfg.embedded_path);
+    if (inv.command == "state set" || inv.command == "state import") {
+        if (!inv.global.quiet)
+            std::cerr << "chstate: " << inv.command << ": creating the embedded store " << folder << '\n';
+        return;
+    }
+    const char* named_by = inv.global.uri                                             ? "--uri"
+                           : chstate::process_environment("MELTANO_STATE_BACKEND_URI") ? "MELTANO_STATE_BACKEND_URI"
+                                                                                       : "the default folder";
+    throw cli::failure(cli::exit_not_found, "no embedded store at " + folder + " (" + named_by +
+                                                "): the folder does not exist; check the path, or create the store "
+                                                "with `chstate state set` or `chstate state import`");
+}
+
 void report(const std::string& command, const std::string& message) {
     std::cerr << "chstate: " << (command.empty() ? "" : command + ": ") << cli::one_line(message) << '\n';
 }
@@ -742,9 +781,9 @@ int main(int argc, char** argv) {
         return cli::run_guard(argc, argv);
     cli::invocation inv;
     try {
-        inv = cli::parse_command_line(argc, argv);
+        cli::parse_command_line(argc, argv, inv);
     } catch (const cli::failure& f) {
-        report("", f.what());
+        report(inv.command, f.what());
         return cli::names_lock_command(argc, argv) ? cli::exit_lock_failed : f.status;
     }
     // lock: chstate's own failures exit with a status its command's cannot be
@@ -766,6 +805,7 @@ int main(int argc, char** argv) {
         ::pthread_sigmask(SIG_SETMASK, nullptr, &child_mask);
         if (inv.command == "lock")
             child_mask = cli::block_lock_signals();
+        check_embedded_folder(inv, cfg);
         if (int interrupted = wait_for_embedded_folder(inv, cfg))
             return interrupted;
         auto store = chstate::open(cfg);

@@ -7,8 +7,10 @@
 //   auto engine = chstate::chdb_engine::open({.path = "/var/lib/my-pipeline"});
 //   chstate::embedded_state_store store{chstate::chdb_transport{engine}};
 //
-// Where libchdb.so is looked for, in order: chdb_options::library; the
-// CHSTATE_CHDB_LIBRARY environment variable; CHSTATE_CHDB_DEFAULT_LIBRARY
+// Where libchdb.so is looked for: chdb_options::library, else the
+// CHSTATE_CHDB_LIBRARY environment variable — a path given there is the only
+// one tried, and not loadable it is the error (no fall back). Given none, in
+// order: CHSTATE_CHDB_DEFAULT_LIBRARY
 // (a path the build may define: chstate's CMake and Meson point it at the
 // copy scripts/fetch-chdb.sh caches in chstate's source tree, for its own
 // builds and for a project that builds chstate from source — add_subdirectory,
@@ -279,17 +281,22 @@ private:
         if (loaded)
             return &*loaded;
         std::vector<std::string> candidates;
-        if (!explicit_path.empty())
-            candidates.push_back(explicit_path);
-        if (const char* env = std::getenv("CHSTATE_CHDB_LIBRARY"); env && *env)
-            candidates.emplace_back(env);
+        // A path given (chdb_options::library, else CHSTATE_CHDB_LIBRARY) is
+        // the one wanted: if it cannot be loaded, that is the error — never a
+        // silent fall back to another copy found further down the list.
+        const char* env = std::getenv("CHSTATE_CHDB_LIBRARY");
+        const char* given_by = !explicit_path.empty() ? "chdb_options::library"
+                               : env && *env          ? "CHSTATE_CHDB_LIBRARY"
+                                                      : nullptr;
+        if (given_by) {
+            candidates.emplace_back(!explicit_path.empty() ? explicit_path : std::string(env));
+        } else {
 #ifdef CHSTATE_CHDB_DEFAULT_LIBRARY
-        candidates.emplace_back(CHSTATE_CHDB_DEFAULT_LIBRARY);
+            candidates.emplace_back(CHSTATE_CHDB_DEFAULT_LIBRARY);
 #endif
-        // Where an installed chstate-fetch-chdb puts it (per user; the
-        // version is the one that script fetches). XDG: a relative
-        // XDG_CACHE_HOME is ignored.
-        {
+            // Where an installed chstate-fetch-chdb puts it (per user; the
+            // version is the one that script fetches). XDG: a relative
+            // XDG_CACHE_HOME is ignored.
             constexpr const char* fetched_version = CHSTATE_CHDB_VERSION;
             std::string cache_home;
             if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/')
@@ -298,8 +305,8 @@ private:
                 cache_home = std::string(home) + "/.cache";
             if (!cache_home.empty())
                 candidates.push_back(cache_home + "/chstate/chdb/" + fetched_version + "/libchdb.so");
+            candidates.emplace_back("libchdb.so");
         }
-        candidates.emplace_back("libchdb.so");
         std::string tried;
         for (const auto& candidate : candidates) {
             void* handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -335,6 +342,10 @@ private:
                 continue; // the library stays loaded; harmless
             loaded = a;
             return &*loaded;
+        }
+        if (given_by) {
+            diag.message = std::string("could not load the chDB engine named by ") + given_by + ":" + tried;
+            return nullptr;
         }
 #ifdef CHSTATE_CHDB_FETCH_COMMAND
         // (chstate built from its sources inside another project: the build
