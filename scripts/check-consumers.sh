@@ -27,7 +27,28 @@
 #   werror            every public header and every store operation
 #                     (tests/consumers/common/every_header.cpp), syntax only,
 #                     -Wall -Wextra -Wpedantic -Werror, GCC 12 and Clang 14
-# http_check (and http_check_separate) runs one set/get round trip against
+# The pages' build lines are taken from the pages at run time
+# (tests/readme/docblocks.py, by the id in each block's comment) and run here:
+#   using-install       docs/using-chstate.md's install: the configure line as
+#                       written (in a scratch folder), the build line as a
+#                       dry run (ninja -n: it would compile the tool, no
+#                       test), the install line against CMAKE_BUILD_DIR
+#   readme-plain-flags  README's plain g++ lines: the embedded one run as
+#                       written (/path/to/chstate -> the repository,
+#                       my_job.cpp -> the example, plus -o); the HTTP one's
+#                       compile part must be the same, and its link flags link
+#                       the cmake_package build's http_check object
+#   using-pkg-config    docs/using-chstate.md's pkg-config lines: the first
+#                       run as written (my_job.cpp -> the example); the second
+#                       must be the first for chstate-http, and its libraries
+#                       link the http_check object
+#   using-fetch-chdb    chstate-fetch-chdb as shown: the path each line's
+#                       comment promises (and the engine's version) printed
+#   using-fetch-chdb-sources  the sources' fetch command, path/to/chstate ->
+#                       each vendored copy; FetchContent's where the comment says
+# (cmake-package/CMakeLists.txt also holds the pages' CMake lines verbatim:
+# tests/readme/check_snippets.py.)
+# http_check (and my_http_job) runs one set/get round trip against
 # CHSTATE_TEST_SERVER_DIR's server when that is set (scripts/test.sh sets
 # it), otherwise it only builds its store (no request).
 #
@@ -96,6 +117,9 @@ if [[ -n ${CHSTATE_TEST_SERVER_DIR:-} ]]; then
 fi
 
 # ---- helpers ---------------------------------------------------------------
+# docblock_commands ID: the command lines of the page block with that id.
+docblock_commands() { python3 "$repo/tests/readme/docblocks.py" commands "$1"; }
+docblock_lines() { python3 "$repo/tests/readme/docblocks.py" block "$1"; }
 # Each consumer runs in a subshell with its own log ($work/<name>.log); its
 # result goes to $results/<name> (passed/failed). `step` logs the command.
 step() { echo "+ $*"; "$@"; }
@@ -143,6 +167,9 @@ copy_project() {
 consumer_cmake_package() {
   [[ -f $work/install.ok ]] || fail "cmake --install failed (see above)"
   copy_project cmake-package
+  # "Compiling chstate once": the page's main.cpp and chstate.cpp.
+  cp "$repo/tests/consumers/common/http_check.cpp" "$work/cmake-package/src/main.cpp"
+  cp "$repo/tests/consumers/common/chstate_src.cpp" "$work/cmake-package/src/chstate.cpp"
   local b=$work/cmake-package/build
   step env CXX=g++ cmake -S "$work/cmake-package/src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" "-DCMAKE_CXX_FLAGS=$werror" -DCMAKE_PREFIX_PATH="$prefix" -DCHSTATE_REPO="$repo" \
@@ -154,20 +181,35 @@ consumer_cmake_package() {
   step cmake --build "$b" -j 1
   # The installed way to get the engine: chstate-fetch-chdb, into a per-user
   # cache (here made from the repository's copy, so nothing is downloaded).
-  local xdg=$work/cmake-package/xdg got
-  mkdir -p "$xdg/chstate/chdb/$version"
+  # docs/using-chstate.md's two lines (block using-fetch-chdb), each run with
+  # the installed command and checked against the path its comment promises.
+  local xdg=$work/cmake-package/xdg dest=$work/cmake-package/dest got line cmd want
+  mkdir -p "$xdg/chstate/chdb/$version" "$dest"
   ln -s "$chdb" "$xdg/chstate/chdb/$version/libchdb.so"
-  got=$(XDG_CACHE_HOME=$xdg "$prefix/bin/chstate-fetch-chdb" | tail -n 1) || fail "chstate-fetch-chdb failed"
-  [[ $got == "$xdg/chstate/chdb/$version/libchdb.so" ]] || fail "chstate-fetch-chdb printed '$got'"
+  ln -s "$chdb" "$dest/libchdb.so"
+  local fetch_lines=()
+  mapfile -t fetch_lines < <(docblock_lines using-fetch-chdb)
+  ((${#fetch_lines[@]} == 2)) || fail "docs block using-fetch-chdb: expected 2 lines, got ${#fetch_lines[@]}"
+  for line in "${fetch_lines[@]}"; do
+    cmd=${line%%#*} want=${line#*# -> }
+    want=${want%%;*}
+    cmd=${cmd//DIR/$dest} want=${want//DIR/$dest}
+    want=${want//'${XDG_CACHE_HOME:-~/.cache}'/$xdg}
+    [[ $cmd == chstate-fetch-chdb* ]] || fail "docs block using-fetch-chdb: '$line' is not chstate-fetch-chdb"
+    read -ra words <<<"${cmd#chstate-fetch-chdb}"
+    echo "+ (docs) $line"
+    got=$(XDG_CACHE_HOME=$xdg "$prefix/bin/chstate-fetch-chdb" "${words[@]}" | tail -n 1) || fail "chstate-fetch-chdb ${words[*]} failed"
+    [[ $got == "$want" ]] || fail "docs block using-fetch-chdb: '$line' printed '$got', its comment promises '$want' (engine $version)"
+  done
   step "$prefix/bin/chstate-fetch-chdb" --help >/dev/null
   # The command-line tool, installed by default (CHSTATE_BUILD_TOOLS).
   if grep -q '^CHSTATE_BUILD_TOOLS:BOOL=ON' "$build/CMakeCache.txt"; then
     step "$prefix/bin/chstate" --help >/dev/null
   fi
   # The library must find the engine there by itself.
-  run_example cmake-package "$b/resumable_pipeline" XDG_CACHE_HOME="$xdg"
+  run_example cmake-package "$b/my_job" XDG_CACHE_HOME="$xdg"
   run_http_check "$b/http_check" consumer:cmake-package
-  run_http_check "$b/http_check_separate" consumer:cmake-package-separate
+  run_http_check "$b/my_http_job" consumer:cmake-package-separate
 }
 
 # vendor_chstate DEST: a copy of chstate's sources as a project vendors them
@@ -195,8 +237,20 @@ engine_from_vendored_sources() {
   grep -qF "$dir/.cache/chdb/$version/libchdb.so" <<<"$out" || fail "the missing-engine error does not name where it looked"
   mkdir -p "$dir/.cache/chdb/$version"
   ln -s "$chdb" "$dir/.cache/chdb/$version/libchdb.so"
-  local got
-  got=$(env -u XDG_CACHE_HOME HOME="$home" bash "$dir/scripts/fetch-chdb.sh" | tail -n 1) || fail "$dir/scripts/fetch-chdb.sh failed"
+  # docs/using-chstate.md's command (block using-fetch-chdb-sources),
+  # path/to/chstate -> this copy; FetchContent's copy where its comment says.
+  local got line cmd
+  line=$(docblock_lines using-fetch-chdb-sources)
+  cmd=${line%%#*}
+  [[ $cmd == *path/to/chstate/* ]] || fail "docs block using-fetch-chdb-sources: '$line' names no path/to/chstate"
+  if [[ $name == fetch-content ]]; then
+    [[ $dir == "$work/fetch-content/${line##*FetchContent: }" ]] \
+      || [[ "$dir/scripts/fetch-chdb.sh" == "$work/fetch-content/${line##*FetchContent: }" ]] \
+      || fail "docs block using-fetch-chdb-sources: FetchContent's copy is $dir, not ${line##*FetchContent: }"
+  fi
+  read -ra words <<<"${cmd//path\/to\/chstate/$dir}"
+  echo "+ (docs) $line"
+  got=$(env -u XDG_CACHE_HOME HOME="$home" "${words[@]}" | tail -n 1) || fail "${words[*]} failed"
   [[ $got == "$dir/.cache/chdb/$version/libchdb.so" ]] || fail "$dir/scripts/fetch-chdb.sh printed '$got'"
   run_example "$name" "$bin" -u XDG_CACHE_HOME HOME="$home"
 }
@@ -264,20 +318,47 @@ consumer_pkg_config() {
   echo "chstate-http.pc: libs '$http_libs'"
   [[ " $http_libs " == *" -lssl "* && " $http_libs " == *" -lboost_json "* ]] \
     || fail "chstate-http's libs lack OpenSSL or chstate's own"
-  # shellcheck disable=SC2086
-  step g++ -std=c++20 $opt $flags -c "$repo/examples/01_resumable_pipeline.cpp" -o "$d/example.o"
-  # shellcheck disable=SC2086
-  step g++ "$d/example.o" -o "$d/resumable_pipeline" $libs
-  run_example pkg-config "$d/resumable_pipeline" CHSTATE_CHDB_LIBRARY="$chdb"
-  # The README's flags for a plain compiler ("Adding chstate to a project"),
-  # exactly: the example's object, and the HTTP program's from the
-  # cmake_package build, link with them alone.
-  step g++ "$d/example.o" -o "$d/plain_flags" -lboost_json -lboost_url -pthread -ldl
-  run_example plain-flags "$d/plain_flags" CHSTATE_CHDB_LIBRARY="$chdb"
-  local http_object
+  local http_object example_object
   http_object=$(find "$work/cmake-package/build" -name 'http_check.cpp.o' -path '*/http_check.dir/*' | head -n 1)
   [[ -f $http_object ]] || fail "no http_check object in the cmake_package build"
-  step g++ "$http_object" -o "$d/plain_flags_http" -lboost_json -lboost_url -lssl -lcrypto -pthread -ldl
+  example_object=$(find "$work/cmake-package/build" -name '01_resumable_pipeline.cpp.o' -path '*/my_job.dir/*' | head -n 1)
+  [[ -f $example_object ]] || fail "no my_job object in the cmake_package build"
+  # docs/using-chstate.md's pkg-config lines (block using-pkg-config): the
+  # first as written (my_job.cpp -> the example, -o into this folder); the
+  # second is the first for chstate-http (compiling the Beast program again
+  # would add a minute): its libraries link the http_check object.
+  local pc=() words=() line
+  mapfile -t pc < <(docblock_commands using-pkg-config)
+  ((${#pc[@]} == 2)) || fail "docs block using-pkg-config: expected 2 commands, got ${#pc[@]}"
+  [[ ${pc[1]} == "$(sed 's/my_job/my_http_job/g; s/--libs chstate)/--libs chstate-http)/' <<<"${pc[0]}")" ]] \
+    || fail "docs block using-pkg-config: '${pc[1]}' is not the first line for chstate-http"
+  line=${pc[0]/ my_job.cpp / $repo/examples/01_resumable_pipeline.cpp }
+  line=${line/%-o my_job/-o $d/my_job}
+  [[ $line != "${pc[0]}" && $line == *" -o $d/my_job" ]] || fail "docs block using-pkg-config: '${pc[0]}' is not 'g++ … my_job.cpp … -o my_job'"
+  echo "+ (docs) PKG_CONFIG_PATH=$pcdir $line"
+  PKG_CONFIG_PATH=$pcdir bash -c "$line"
+  run_example pkg-config "$d/my_job" CHSTATE_CHDB_LIBRARY="$chdb"
+  # shellcheck disable=SC2086
+  step g++ "$http_object" -o "$d/my_http_job" $(PKG_CONFIG_PATH=$pcdir pkg-config --libs chstate-http)
+  run_http_check "$d/my_http_job" consumer:pkg-config-http
+  # The README's flags for a plain compiler (block readme-plain-flags): the
+  # embedded line as written (/path/to/chstate -> this repository,
+  # my_job.cpp -> the example, -o added; the engine from
+  # chstate-fetch-chdb --dest above); the HTTP line's compile part must be
+  # the embedded line's, and its link flags alone link the http_check object.
+  local plain=() compile link
+  mapfile -t plain < <(docblock_commands readme-plain-flags)
+  ((${#plain[@]} == 2)) || fail "README block readme-plain-flags: expected 2 commands, got ${#plain[@]}"
+  [[ ${plain[0]} == *" my_job.cpp "* && ${plain[1]} == *" my_http_job.cpp "* ]] \
+    || fail "README block readme-plain-flags: not 'g++ … my_job.cpp …' and 'g++ … my_http_job.cpp …'"
+  compile=${plain[0]%% my_job.cpp *}
+  [[ ${plain[1]%% my_http_job.cpp *} == "$compile" ]] || fail "README block readme-plain-flags: the two lines compile differently"
+  line=${plain[0]//\/path\/to\/chstate/$repo}
+  read -ra words <<<"${line/ my_job.cpp / $repo/examples/01_resumable_pipeline.cpp }"
+  step "${words[@]}" -o "$d/plain_flags"
+  run_example plain-flags "$d/plain_flags" CHSTATE_CHDB_LIBRARY="$work/cmake-package/dest/libchdb.so"
+  read -ra link <<<"${plain[1]#* my_http_job.cpp }"
+  step g++ "$http_object" -o "$d/plain_flags_http" "${link[@]}"
   run_http_check "$d/plain_flags_http" consumer:plain-flags
   # Meson's install writes its own chstate.pc: the same object links with it.
   local mp=$work/meson-install
@@ -296,7 +377,7 @@ consumer_pkg_config() {
   [[ -x $mp/prefix/bin/chstate-fetch-chdb ]] || fail "meson install did not install chstate-fetch-chdb"
   PKG_CONFIG_PATH=$mpc pkg-config --libs chstate-http | grep -q -- -lssl || fail "Meson's chstate-http.pc lacks OpenSSL"
   # shellcheck disable=SC2086
-  step g++ "$d/example.o" -o "$d/resumable_pipeline_meson_pc" $mlibs
+  step g++ "$example_object" -o "$d/resumable_pipeline_meson_pc" $mlibs
 }
 
 # run_consumer NAME FUNCTION: runs it, logs to $work/NAME.log, records the result.
@@ -311,9 +392,31 @@ run_consumer() {
   echo "($name: $((SECONDS - t0)) s)" >>"$work/$name.log"
 }
 
+# docs/using-chstate.md's install (block using-install): the configure line
+# as written in a scratch folder, the build line as a dry run there (it
+# would compile the tool and no test; the tool itself is CMAKE_BUILD_DIR's),
+# the install line with build-install -> CMAKE_BUILD_DIR, /usr/local -> a
+# temporary prefix.
+install_as_documented() {
+  local lines=() words=()
+  mapfile -t lines < <(docblock_commands using-install)
+  ((${#lines[@]} == 3)) || fail "docs block using-install: expected 3 commands, got ${#lines[@]}"
+  [[ ${lines[0]} == "cmake -S . -B build-install "* && ${lines[1]} == "cmake --build build-install" &&
+     ${lines[2]} == "cmake --install build-install --prefix /usr/local" ]] \
+    || fail "docs block using-install: not configure, build and install of build-install: ${lines[*]}"
+  read -ra words <<<"${lines[0]}"
+  (cd "$repo" && step "${words[@]/build-install/$work/build-install}") || fail "${lines[0]}"
+  grep -q '^CHSTATE_BUILD_TESTS:BOOL=OFF' "$work/build-install/CMakeCache.txt" || fail "the configure line did not turn the tests off"
+  step cmake --build "$work/build-install" -- -n >"$work/build-install.dry-run"
+  grep -q 'Linking CXX executable tools/chstate$' "$work/build-install.dry-run" || fail "the build line would not build the tool"
+  ! grep -q 'chstate_tests\|/examples/\|/benchmarks/' "$work/build-install.dry-run" || fail "the build line would build tests, examples or benchmarks"
+  read -ra words <<<"${lines[2]}"
+  words=("${words[@]/build-install/$build}")
+  step "${words[@]/\/usr\/local/$prefix}"
+}
 t0=$SECONDS
 set +e
-step cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1
+( set -euo pipefail; install_as_documented ) >"$work/install.log" 2>&1
 rc=$?
 set -e
 if ((rc == 0)); then

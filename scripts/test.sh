@@ -59,7 +59,7 @@ if [[ $mode == quick ]]; then
   # Only what the quick tier runs: the test binary, the README's programs and
   # the tool that reads the quickstart's state back (tests/readme/run.sh).
   bash scripts/build.sh chstate_tests readme_quickstart readme_values readme_simulated_time \
-    readme_simulated_job readme_http readme_separate chstate_cli
+    readme_simulated_job readme_http readme_separate readme_docs_sql chstate_cli
 else
   # Everything the stages below run; the benchmarks and examples (built to
   # prove they compile, run by nobody here) build in the background below.
@@ -261,6 +261,9 @@ if [[ $mode == full ]]; then
   # verdict (a no-op when the background build made them; else it shows why).
   bash scripts/build.sh benchmarks/all examples/all >"$test_dir/build-rest.log" 2>&1 \
     || { status=1; echo "build: the benchmarks or examples do not build:" >&2; grep -E -m 20 -A 5 'error|FAILED' "$test_dir/build-rest.log" >&2 || tail -n 30 "$test_dir/build-rest.log" >&2; }
+  # docs/benchmarks.md's blocks, against the suite just built (its flags
+  # parsed and benchmarks listed, not run) and a server of its own.
+  bash tests/readme/docs_benchmarks.sh build || status=1
   stage_done prebuild-wait
   # Fuzzing (fuzz/, scripts/fuzz.sh): every libFuzzer target for a bounded
   # time (CHSTATE_FUZZ_SECONDS each, default 12 here — the full run's

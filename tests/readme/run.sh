@@ -12,6 +12,24 @@
 #   scripts/run-example.sh  the README's first command: --help, then twice
 #   readme_http             against the test server in $CHSTATE_TEST_SERVER_DIR
 #                           (scripts/clickhouse-server.sh); fails without one
+# and the pages' other blocks this script names by id (check_snippets.py
+# requires each to be named by a script that checks it; docblocks.py finds
+# them on the pages at run time):
+#   readme-commands         the README's two commands: the first is what runs
+#                           below, the second what .ci/run execs (this run)
+#   readme-example-output   the README's sample output against two runs of
+#                           its first command (state in a fresh folder, shown
+#                           as .cache/example-state; `...` any lines)
+#   cli-synopsis            docs/cli.md's synopsis: each subcommand's --help
+#                           lists every flag shown
+#   cli-export              docs/cli.md's export line against a real export
+#   cli-environment         docs/cli.md's environment lines, run against the
+#                           test server (host, port, user and password its own)
+#   cluster-uri             docs/cluster.md's URI: accepted, all three hosts tried
+#   lock-schedules-seed, lock-schedules-strict   docs/lock.md's explorer lines
+#                           against the test log, $CHSTATE_TEST_DIR/output.log
+#                           (scripts/test.sh); fails without one
+#   sql                     every ```sql block against docs_sql's text
 # Prints each program's output, then
 #   readme-programs: ran=N failed=N
 # and exits non-zero when the check or any program fails.
@@ -70,6 +88,74 @@ for program in readme_values readme_simulated_time readme_simulated_job readme_s
   "$bin/$program" || fail "$program exited with status $?"
 done
 
+# ---- The pages' other blocks, by id (tests/readme/docblocks.py) --------------
+docblock() { python3 "$repo/tests/readme/docblocks.py" "$@"; }
+
+# readme-commands: the README's two commands are the ones this run runs.
+ran=$((ran + 1))
+mapfile -t readme_commands < <(docblock commands readme-commands)
+if [[ ${readme_commands[*]:-} == "bash scripts/run-example.sh bash scripts/test.sh" ]] &&
+   grep -qx 'exec bash scripts/test.sh' "$repo/.ci/run"; then
+  echo "docblock readme-commands: ok (the first runs below; .ci/run execs the second, which runs this)"
+else
+  fail "README block readme-commands: '${readme_commands[*]:-}' (want 'bash scripts/run-example.sh' and 'bash scripts/test.sh', the latter exec'd by .ci/run)"
+fi
+
+# readme-example-output: the first command, as written, twice, its state in a
+# fresh folder (MELTANO_STATE_BACKEND_URI; printed back as the default
+# .cache/example-state), standard output and error, after a `$ ` line each.
+ran=$((ran + 1))
+{
+  for _ in 1 2; do
+    echo "\$ ${readme_commands[0]:-}"
+    (cd "$repo" && MELTANO_STATE_BACKEND_URI=chdb:$work/example-default ${readme_commands[0]:-false} 2>&1) ||
+      echo "(exit status $?)"
+  done
+} | sed "s|chdb:$work/example-default|chdb:.cache/example-state|" >"$work/example-output.txt"
+docblock output readme-example-output "$work/example-output.txt" || fail "README block readme-example-output"
+
+# cli-synopsis: every subcommand and flag shown is in that subcommand's --help.
+ran=$((ran + 1))
+docblock help cli-synopsis "$tool" || fail "docs/cli.md block cli-synopsis"
+
+# cli-export: the page's line is what `state export` prints for its state
+# (the page's `...` stands for more states: a second one is stored).
+ran=$((ran + 1))
+export_uri="chdb:$work/export-state"
+if "$tool" -q --uri "$export_uri" state set dev:a-to-b '{"singer_state":{"bookmarks":{"n":18446744073709551616}}}' --force &&
+   "$tool" -q --uri "$export_uri" state set dev:z-second '{"singer_state":{}}' --force &&
+   "$tool" --uri "$export_uri" state export >"$work/export.json"; then
+  docblock output cli-export "$work/export.json" || fail "docs/cli.md block cli-export"
+else
+  fail "docs/cli.md block cli-export: the tool failed to store or export"
+fi
+
+# cluster-uri: the URI is accepted (not a usage error, exit 2) and the store
+# tries each of its three hosts.
+ran=$((ran + 1))
+cluster_uri=$(docblock block cluster-uri)
+cluster_out=$(timeout 120 "$tool" --uri "$cluster_uri" state list 2>&1)
+cluster_rc=$?
+if ((cluster_rc != 0 && cluster_rc != 2)) && [[ $cluster_out == *ch1* && $cluster_out == *ch2* && $cluster_out == *ch3* ]]; then
+  echo "docblock cluster-uri: ok (accepted; exit $cluster_rc: ${cluster_out:0:120}…)"
+else
+  fail "docs/cluster.md block cluster-uri: exit $cluster_rc: $cluster_out"
+fi
+
+# lock-schedules-*: the explorer's lines as the test run printed them.
+for id in lock-schedules-seed lock-schedules-strict; do
+  ran=$((ran + 1))
+  if [[ -n ${CHSTATE_TEST_DIR:-} && -s $CHSTATE_TEST_DIR/output.log ]]; then
+    docblock schedules "$id" "$CHSTATE_TEST_DIR/output.log" || fail "docs/lock.md block $id"
+  else
+    fail "docs/lock.md block $id: no test log (\$CHSTATE_TEST_DIR/output.log, which scripts/test.sh writes)"
+  fi
+done
+
+# sql: the SQL the library generates (docs_sql, statements.hpp) for each page's block.
+ran=$((ran + 1))
+"$bin/readme_docs_sql" >"$work/docs_sql.txt" && docblock sql <"$work/docs_sql.txt" || fail "the pages' SQL blocks"
+
 # HTTP: the snippet reads its settings from the environment, as shown.
 ran=$((ran + 1))
 if [[ -n ${CHSTATE_TEST_SERVER_DIR:-} && -s $CHSTATE_TEST_SERVER_DIR/env ]]; then
@@ -87,6 +173,23 @@ if [[ -n ${CHSTATE_TEST_SERVER_DIR:-} && -s $CHSTATE_TEST_SERVER_DIR/env ]]; the
     export MELTANO_STATE_BACKEND_CLICKHOUSE_TABLE=state
     exec "$bin/readme_http"
   ) || fail "readme_http exited with status $?"
+  # cli-environment: docs/cli.md's lines run as written, the URI's user, host
+  # and port and the password the test server's, `chstate` the built tool.
+  ran=$((ran + 1))
+  (
+    # shellcheck disable=SC1091
+    source "$CHSTATE_TEST_SERVER_DIR/env"
+    password=$(cat "$CHSTATE_TEST_HTTP_PASSWORD_FILE")
+    script=$(docblock block cli-environment)
+    [[ $script == *"etl@ch.internal:8123"* && $script == *"PASSWORD=…"* ]] || { echo "unexpected block: $script" >&2; exit 1; }
+    script=${script//etl@ch.internal:8123/$CHSTATE_TEST_HTTP_USER@$CHSTATE_TEST_HTTP_HOST:$CHSTATE_TEST_HTTP_PORT}
+    script=${script//PASSWORD=…/PASSWORD=\"\$password\"}
+    script=${script//chstate state/\"\$tool\" state}
+    unset MELTANO_STATE_BACKEND_URI
+    export password tool
+    bash -euo pipefail -c "$script" >"$work/env-list.txt"
+  ) && echo "docblock cli-environment: ok (state list against the test server: $(wc -l <"$work/env-list.txt") ids)" ||
+    fail "docs/cli.md block cli-environment against the test server"
 else
   fail "readme_http: no test server (CHSTATE_TEST_SERVER_DIR with an env file; see scripts/clickhouse-server.sh)"
 fi
