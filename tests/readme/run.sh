@@ -103,16 +103,18 @@ fi
 
 # readme-example-output: the first command, as written, twice, its state in a
 # fresh folder (MELTANO_STATE_BACKEND_URI; printed back as the default
-# .cache/example-state), standard output and error, after a `$ ` line each.
+# .cache/example-state), its standard output after a `$ ` line each (its
+# `run-example: …` progress goes to standard error, as the README says).
 ran=$((ran + 1))
 {
   for _ in 1 2; do
     echo "\$ ${readme_commands[0]:-}"
-    (cd "$repo" && MELTANO_STATE_BACKEND_URI=chdb:$work/example-default ${readme_commands[0]:-false} 2>&1) ||
+    (cd "$repo" && MELTANO_STATE_BACKEND_URI=chdb:$work/example-default ${readme_commands[0]:-false} 2>>"$work/example-stderr.txt") ||
       echo "(exit status $?)"
   done
 } | sed "s|chdb:$work/example-default|chdb:.cache/example-state|" >"$work/example-output.txt"
-docblock output readme-example-output "$work/example-output.txt" || fail "README block readme-example-output"
+docblock output readme-example-output "$work/example-output.txt" ||
+  fail "README block readme-example-output (its standard error: $(tail -n 20 "$work/example-stderr.txt"))"
 
 # cli-synopsis: every subcommand and flag shown is in that subcommand's --help.
 ran=$((ran + 1))
