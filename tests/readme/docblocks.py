@@ -196,56 +196,46 @@ def cmd_help(block_id, chstate):
 
 
 def cmd_schedules(block_id, log):
-    """Each summary line shown against the line of the same name in the test log.
-    Its schedules are seeded or exhaustive, so the counts are deterministic for
-    a given schedule count: with the same explored= every count must be equal;
-    with another (the quick tier runs a quarter of the seeded schedules) the
-    same keys, and each count zero exactly where the page's is (the claim the
-    page makes: none found, or some found). Timings in parentheses are not
-    compared."""
+    """Each explorer summary line shown against the line of the same name in
+    the test log: the same keys in the same order, and each count zero
+    exactly where the page's is (the claims the page makes: none found, or
+    some found). The counts themselves are not compared: the simulated
+    server's clock starts at the real time (tests/simulation.cpp), so the
+    seeded classes' counts vary a little between runs, and the quick tier
+    runs a quarter of the seeded schedules; timings in parentheses neither."""
     page, line, _, body, _, _ = find(block_id)
+    pat = re.compile(r"^(lock-schedules(?:\[[^\]]*\])?): (.*)$")
     with open(log, encoding="utf-8", errors="replace") as f:
         logged = {}
         for l in f:
-            m = re.match(r"^(lock-schedules(?:\[[^\]]*\])?): (.*)$", l.rstrip("\n"))
+            m = pat.match(l.rstrip("\n"))
             if m:
                 logged.setdefault(m.group(1), []).append(m.group(2))
     status = 0
-    exact = 0
+    note = lambda text: re.sub(r"[\d.]+ s\)$", "N s)", re.sub(r"^[^(]*", "", text))
     for l in body:
-        m = re.match(r"^(lock-schedules(?:\[[^\]]*\])?): (.*)$", l)
+        m = pat.match(l)
         if not m:
             status = fail(block_id, f"{page}:{line}", f"not a lock-schedules line: {l}")
             continue
         name, rest = m.groups()
         shown = dict(re.findall(r"(\w+)=(\d+)", rest))
-        shown_paren = re.sub(r"[\d.]+ s\)", "s)", re.sub(r"^[^(]*", "", rest))
-        cands = logged.get(name, [])
-        if not cands:
+        if not logged.get(name):
             status = fail(block_id, f"{page}:{line}", f"the test log has no '{name}:' line")
             continue
-        got_line = cands[-1]
+        got_line = logged[name][-1]
         got = dict(re.findall(r"(\w+)=(\d+)", got_line))
         if list(got) != list(shown):
-            status = fail(block_id, f"{page}:{line}", f"keys differ: page {list(shown)}, log {list(got)}")
-            continue
-        if shown_paren and re.sub(r"[\d.]+ s\)", "s)", re.sub(r"^[^(]*", "", got_line)) != shown_paren:
+            status = fail(block_id, f"{page}:{line}", f"'{name}': keys differ: page {list(shown)}, log {list(got)}")
+        elif note(rest) != note(got_line):
             status = fail(block_id, f"{page}:{line}", f"'{name}': the note differs: page {rest!r}, log {got_line!r}")
-            continue
-        if got["explored"] == shown["explored"]:
-            diff = {k: (shown[k], got[k]) for k in shown if shown[k] != got[k]}
-            if diff:
-                status = fail(block_id, f"{page}:{line}", f"'{name}': same schedules, other counts (page, log): {diff}")
-                continue
-            exact += 1
         else:
-            diff = {k: (shown[k], got[k]) for k in shown if k != "explored" and (shown[k] == "0") != (got[k] == "0")}
+            diff = {k: (shown[k], got[k]) for k in shown if (shown[k] == "0") != (got[k] == "0")}
             if diff:
                 status = fail(block_id, f"{page}:{line}", f"'{name}': zero on one side only (page, log): {diff}")
-                continue
     if status == 0:
-        print(f"docblock {block_id}: ok ({page}:{line}, {len(body)} lines against the test log; "
-              f"{exact} with the same schedules, counts equal; the rest keys and zero counts)")
+        print(f"docblock {block_id}: ok ({page}:{line}, {len(body)} lines against the test log: "
+              f"the same keys, zero where the page shows zero)")
     return status
 
 
