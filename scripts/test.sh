@@ -202,7 +202,10 @@ summary_lines() {
 }
 
 if [[ $mode != custom ]]; then
-  # The README's C++ blocks match their compiled files, and those programs run.
+  # Every fenced block of the README and docs/ has a check the tests run
+  # (check_snippets.py: verbatim blocks, the pages' SQL, the tests each page
+  # names); the README's programs run, and the blocks run.sh names are run or
+  # compared (the explorer's lines against $log, which is why it comes here).
   bash tests/readme/run.sh build || status=1
   stage_done readme
 fi
