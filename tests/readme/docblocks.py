@@ -198,8 +198,9 @@ def cmd_help(block_id, chstate):
 def cmd_schedules(block_id, log):
     """Each explorer summary line shown against the line of the same name in
     the test log: the same keys in the same order, and each count zero
-    exactly where the page's is (the claims the page makes: none found, or
-    some found). The counts themselves are not compared: the simulated
+    where the page's is (the claim none were found), and non-zero where the
+    page's is when every seeded schedule ran (CHSTATE_SCHEDULES_PERCENT
+    unset or 100). The counts themselves are not compared: the simulated
     server's clock starts at the real time (tests/simulation.cpp), so the
     seeded classes' counts vary a little between runs, and the quick tier
     runs a quarter of the seeded schedules; timings in parentheses neither."""
@@ -230,7 +231,12 @@ def cmd_schedules(block_id, log):
         elif note(rest) != note(got_line):
             status = fail(block_id, f"{page}:{line}", f"'{name}': the note differs: page {rest!r}, log {got_line!r}")
         else:
-            diff = {k: (shown[k], got[k]) for k in shown if (shown[k] == "0") != (got[k] == "0")}
+            # A zero the page shows is a claim (none found): always checked.
+            # A count it shows as found is checked only where every seeded
+            # schedule ran: a fraction (the quick tier) may find none.
+            every_schedule = int(os.environ.get("CHSTATE_SCHEDULES_PERCENT", "100")) >= 100
+            diff = {k: (shown[k], got[k]) for k in shown
+                    if (shown[k] == "0" and got[k] != "0") or (every_schedule and shown[k] != "0" and got[k] == "0")}
             if diff:
                 status = fail(block_id, f"{page}:{line}", f"'{name}': zero on one side only (page, log): {diff}")
     if status == 0:
