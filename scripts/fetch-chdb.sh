@@ -12,9 +12,9 @@
 #                      kept in $REPO/.cache/chdb/ so a rerun never downloads
 #                      again (the builds point tests and examples there)
 #   installed          ${XDG_CACHE_HOME:-$HOME/.cache}/chstate/chdb/<version>/libchdb.so,
-#                      where chstate looks for it by itself (after
-#                      chdb_options::library, CHSTATE_CHDB_LIBRARY and a
-#                      build's default); the tarball is not kept
+#                      where chstate looks for it by itself (when neither
+#                      chdb_options::library nor CHSTATE_CHDB_LIBRARY names
+#                      one, after a build's default); the tarball is not kept
 #   --dest DIR         DIR/libchdb.so (then point CHSTATE_CHDB_LIBRARY or
 #                      chdb_options::library at it)
 # An existing libchdb.so is never downloaded again.
