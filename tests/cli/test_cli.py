@@ -400,9 +400,16 @@ def t_export_import_roundtrip(a, b):
     with open(out_file, "rb") as f:
         check(f.read() == expected, f"{a.name} -> {b.name} is not byte-exact")
     check(b.get("dev:tap-a-to-target-b") == (compact(json.loads(TRICKY)) + "\n").encode(), "get after import")
-    # Importing again overwrites and keeps other ids.
+    # Importing again overwrites and keeps other ids: into a store that holds
+    # states it asks first (refused without a terminal or --force, nothing written).
     b.set("other", '{"singer_state": {}}')
-    expect(b.run("state", "import", out_file), EXIT_OK, "import again")
+    b.set("dev:tap-a-to-target-b", '{"singer_state": {"changed": 1}}')
+    r = expect(b.run("state", "import", out_file), EXIT_USAGE, "import into a store holding states, no --force")
+    check("already holds 6 state(s)" in r.errtext() and "replacing 5 of them" in r.errtext() and "--force" in r.errtext(),
+          f"says what it would replace: {r!r}")
+    check(b.get("dev:tap-a-to-target-b") == b'{"singer_state":{"changed":1}}\n', "nothing was imported")
+    expect(b.run("state", "import", out_file, "--force"), EXIT_OK, "import again, --force")
+    check(b.get("dev:tap-a-to-target-b") == (compact(json.loads(TRICKY)) + "\n").encode(), "replaced by the import")
     check(len(b.ids()) == 6, "import leaves other ids alone")
 
 
@@ -744,6 +751,11 @@ def t_missing_folder(binary, work):
     check(f"in chdb:{folder}, table meltano.state" in r.errtext(), f"set names the target: {r!r}")
     r = expect(s.run("--uri", f"chdb:{folder}", "state", "copy", "a", "b", "--force"), EXIT_OK, "copy")
     check(f"in chdb:{folder}, table meltano.state" in r.errtext(), f"copy names the target: {r!r}")
+    # A path too long to create: the engine's typed error, quoting it shortened.
+    long_folder = os.path.join(work, "p" * 70_000)
+    r = expect(s.run("--uri", f"chdb:{long_folder}", "state", "set", "a", '{"singer_state": {}}', "--force"),
+               EXIT_CONNECTION, "a 70 KB folder path")
+    check(len(r.err) < 2000 and "cannot create data folder" in r.errtext(), f"a bounded message: {len(r.err)} bytes")
     # A library path given and not loadable is the error, not a fall back to another copy.
     r = s.run("--uri", f"chdb:{folder}", "state", "list", env={"CHSTATE_CHDB_LIBRARY": "/nonexistent/libchdb.so"})
     expect(r, EXIT_CONNECTION, "CHSTATE_CHDB_LIBRARY names a missing file")

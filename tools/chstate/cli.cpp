@@ -84,7 +84,7 @@ const std::map<std::string, command_spec>& commands() {
         {"state clear", {{"all", "force"}, 0, 1}},
         {"state edit", {{"force", "no-validate"}, 1, 1}},
         {"state export", {{"output", "progress", "no-progress"}, 0, 0}},
-        {"state import", {{"progress", "no-progress"}, 0, 1}},
+        {"state import", {{"force", "progress", "no-progress"}, 0, 1}},
         {"lock", {{}, 1, 1}},
     };
     return specs;

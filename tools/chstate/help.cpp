@@ -226,7 +226,7 @@ one holding a NUL byte, which import refuses (exit status 1).
   --no-progress   never report progress
 )";
     else if (command == "state import")
-        body = R"(Usage: chstate [OPTIONS] state import [FILE|-] [--progress|--no-progress]
+        body = R"(Usage: chstate [OPTIONS] state import [FILE|-] [--force] [--progress|--no-progress]
 
 Stores every state of a document that chstate state export or meltano state
 export wrote (standard input when FILE is - or absent), replacing the
@@ -236,6 +236,10 @@ and checked first: when anything is wrong (not JSON, not an object of
 store cannot keep) nothing is written and the exit status is 7. It is then
 written in batches of up to 1,000 states (one INSERT each); a failure part
 way names how many states were written; importing again finishes the job.
+Into a store that already holds states it asks first, saying how many of
+them it replaces (standard input must be a terminal for that: --force
+otherwise, e.g. when the document comes on standard input).
+  --force         do not ask
   --progress      report progress on standard error (a bar on a terminal);
                   by default only from 1,000 states on
   --no-progress   never report progress

@@ -10,6 +10,7 @@
 // guard.cpp.
 #include "cli.hpp"
 
+#include <chstate/detail/shown.hpp>
 #include <chstate/open.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -26,6 +27,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <unordered_set>
 
 #include <unistd.h>
 
@@ -188,7 +190,8 @@ struct context {
     /// A write's line: what was written, and where — the store (its URI,
     /// password hidden) and the table — so a wrong --uri or variable shows.
     void note_written(const std::string& message) const {
-        note(message + " in " + cfg.redacted_uri() + ", table " + cfg.store.schema + "." + cfg.store.table);
+        note(message + " in " + chstate::detail::shown(cfg.redacted_uri()) + ", table " +
+             chstate::detail::shown(cfg.store.schema) + "." + chstate::detail::shown(cfg.store.table));
     }
     /// Asks unless --force (Meltano's prompt); false: the user said no.
     bool confirmed(const std::string& question) const {
@@ -572,6 +575,19 @@ int cmd_import(context& c) {
         }
     }
     const std::size_t total = states.size();
+    // Importing replaces the states of the ids it holds: into a store that
+    // already holds states it asks first (--force for scripts), saying how
+    // many it would replace.
+    if (const auto existing = c.store.state_ids("*"); !existing.empty()) {
+        const std::unordered_set<std::string> have(existing.begin(), existing.end());
+        std::size_t replaced = 0;
+        for (const auto& s : states)
+            replaced += have.count(s.state_id);
+        if (!c.confirmed("The store already holds " + std::to_string(existing.size()) + " state(s); importing writes " +
+                         std::to_string(total) + ", replacing " + std::to_string(replaced) +
+                         " of them. Continue?"))
+            return aborted;
+    }
     cli::progress bar("import", total, c.show_progress(total));
     // Batches of at most 1,000 states or 32 MiB of state text, each one
     // set_all (one INSERT); importing again overwrites, so a failed import
@@ -726,13 +742,13 @@ int wait_for_embedded_folder(const cli::invocation& inv, const chstate::config& 
     while (cli::embedded_folder_busy(cfg.embedded_path)) {
         if (std::chrono::steady_clock::now() >= deadline)
             throw cli::failure(cli::exit_locked,
-                               "the embedded store " + cli::one_line(cfg.embedded_path) +
+                               "the embedded store " + cli::one_line(chstate::detail::shown(cfg.embedded_path)) +
                                    " is in use by another process (chDB opens a folder in one process at a time); "
                                    "gave up after the lock timeout");
         if (!noted && !inv.global.quiet) {
             noted = true;
             std::cerr << "chstate: " << inv.command << ": waiting for another process to close the embedded store "
-                      << cli::one_line(cfg.embedded_path) << '\n';
+                      << cli::one_line(chstate::detail::shown(cfg.embedded_path)) << '\n';
         }
         if (inv.command == "lock") {
             bool from_process = false;
@@ -756,7 +772,7 @@ void check_embedded_folder(const cli::invocation& inv, const chstate::config& cf
     std::error_code ec;
     if (std::filesystem::exists(cfg.embedded_path, ec) || ec)
         return; // (a file or an unreadable path: the engine's own error says what it is)
-    const std::string folder = cli::one_line(cfg.embedded_path);
+    const std::string folder = cli::one_line(chstate::detail::shown(cfg.embedded_path));
     if (inv.command == "state set" || inv.command == "state import") {
         if (!inv.global.quiet)
             std::cerr << "chstate: " << inv.command << ": creating the embedded store " << folder << '\n';

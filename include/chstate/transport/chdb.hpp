@@ -45,6 +45,7 @@
 #define CHSTATE_CHDB_VERSION "26.5.3"
 
 #include <chstate/detail/server_error.hpp>
+#include <chstate/detail/shown.hpp>
 #include <chstate/detail/sql.hpp>
 #include <chstate/error.hpp>
 #include <chstate/clock.hpp>
@@ -123,14 +124,15 @@ public:
         std::error_code fs_ec;
         std::filesystem::create_directories(options.path, fs_ec);
         if (fs_ec)
-            return fail("cannot create data folder " + options.path + ": " + fs_ec.message());
+            return fail("cannot create data folder " + detail::shown(options.path) + ": " + fs_ec.message());
         std::string path = std::filesystem::absolute(options.path, fs_ec).lexically_normal().string();
 
         std::lock_guard lk(registry_mutex());
         if (auto open = registry().lock()) {
             if (open->path_ == path)
                 return open;
-            return fail("chDB allows one data folder per process: " + open->path_ + " is open, cannot open " + path);
+            return fail("chDB allows one data folder per process: " + detail::shown(open->path_) + " is open, cannot open " +
+                        detail::shown(path));
         }
         const api* functions = load_library(options.library, diag);
         if (!functions)
@@ -141,7 +143,7 @@ public:
         // Open the first connection now, so a bad folder fails here.
         api::connection* c = engine->connect();
         if (!c)
-            return fail("chDB could not open data folder " + path);
+            return fail("chDB could not open data folder " + detail::shown(path));
         engine->free_.push_back(c);
         registry() = engine;
         return engine;
