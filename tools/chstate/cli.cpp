@@ -55,6 +55,14 @@ std::string quoted(std::string_view id) {
     return out;
 }
 
+std::string shortened(std::string_view text) {
+    const std::size_t cut = chstate::detail::shown_length(text);
+    std::string out = one_line(text.substr(0, cut));
+    if (cut < text.size())
+        out += "… (" + std::to_string(text.size()) + " bytes)";
+    return out;
+}
+
 // ---- arguments ----------------------------------------------------------------------
 
 namespace {

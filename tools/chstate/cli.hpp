@@ -53,6 +53,9 @@ std::string one_line(std::string_view message);
 /// `id` quoted for a message, one line (see one_line), at most
 /// chstate::detail::shown_bytes of it (then its size).
 std::string quoted(std::string_view id);
+/// A path or setting for a message, unquoted: as one_line, cut as quoted()
+/// cuts (chstate's bound on a user's text), "… (N bytes)" when it was cut.
+std::string shortened(std::string_view text);
 
 // ---- arguments ----------------------------------------------------------------
 

@@ -10,7 +10,6 @@
 // guard.cpp.
 #include "cli.hpp"
 
-#include <chstate/detail/shown.hpp>
 #include <chstate/open.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -190,8 +189,8 @@ struct context {
     /// A write's line: what was written, and where — the store (its URI,
     /// password hidden) and the table — so a wrong --uri or variable shows.
     void note_written(const std::string& message) const {
-        note(message + " in " + chstate::detail::shown(cfg.redacted_uri()) + ", table " +
-             chstate::detail::shown(cfg.store.schema) + "." + chstate::detail::shown(cfg.store.table));
+        note(message + " in " + cli::shortened(cfg.redacted_uri()) + ", table " + cli::shortened(cfg.store.schema) +
+             "." + cli::shortened(cfg.store.table));
     }
     /// Asks unless --force (Meltano's prompt); false: the user said no.
     bool confirmed(const std::string& question) const {
@@ -576,9 +575,10 @@ int cmd_import(context& c) {
     }
     const std::size_t total = states.size();
     // Importing replaces the states of the ids it holds: into a store that
-    // already holds states it asks first (--force for scripts), saying how
-    // many it would replace.
-    if (const auto existing = c.store.state_ids("*"); !existing.empty()) {
+    // already holds states it asks first, saying how many it would replace
+    // (with --force nothing is asked, so the ids are not listed either).
+    if (const auto existing = c.inv.flag("force") ? std::vector<std::string>{} : c.store.state_ids("*");
+        !existing.empty()) {
         const std::unordered_set<std::string> have(existing.begin(), existing.end());
         std::size_t replaced = 0;
         for (const auto& s : states)
@@ -742,13 +742,13 @@ int wait_for_embedded_folder(const cli::invocation& inv, const chstate::config& 
     while (cli::embedded_folder_busy(cfg.embedded_path)) {
         if (std::chrono::steady_clock::now() >= deadline)
             throw cli::failure(cli::exit_locked,
-                               "the embedded store " + cli::one_line(chstate::detail::shown(cfg.embedded_path)) +
+                               "the embedded store " + cli::shortened(cfg.embedded_path) +
                                    " is in use by another process (chDB opens a folder in one process at a time); "
                                    "gave up after the lock timeout");
         if (!noted && !inv.global.quiet) {
             noted = true;
             std::cerr << "chstate: " << inv.command << ": waiting for another process to close the embedded store "
-                      << cli::one_line(chstate::detail::shown(cfg.embedded_path)) << '\n';
+                      << cli::shortened(cfg.embedded_path) << '\n';
         }
         if (inv.command == "lock") {
             bool from_process = false;
@@ -772,7 +772,7 @@ void check_embedded_folder(const cli::invocation& inv, const chstate::config& cf
     std::error_code ec;
     if (std::filesystem::exists(cfg.embedded_path, ec) || ec)
         return; // (a file or an unreadable path: the engine's own error says what it is)
-    const std::string folder = cli::one_line(chstate::detail::shown(cfg.embedded_path));
+    const std::string folder = cli::shortened(cfg.embedded_path);
     if (inv.command == "state set" || inv.command == "state import") {
         if (!inv.global.quiet)
             std::cerr << "chstate: " << inv.command << ": creating the embedded store " << folder << '\n';
