@@ -59,6 +59,10 @@ tsan_cases=(
   # 8 threads, each with its own store, on one simulated server whose
   # statements run on a shared pool: acquire, read-modify-write, fence, release.
   "lock torture on the simulation*"
+  # Timed-out acquires: blocking calls hand their held claims to background
+  # threads, async ones leave them on the store's executor; stores destroyed
+  # while that work runs.
+  "lock-timeout on the simulation*"
   # 8 processes (this binary, re-executed) each with a 4-thread transport pool.
   "lock stress: 8 processes*"
   # 40 coroutines on one io_context over a 3-connection pool on 4 threads.

@@ -198,7 +198,7 @@ summary_lines() {
   sed -nE 's/^destroy-inflight\[.*\]: operations=([0-9]+) lost_handlers=([0-9]+) called_twice=([0-9]+)$/\1 \2 \3/p' "$log" |
     awk '{ n++; o += $1; l += $2; t += $3 }
          END { if (n) printf "destroy-inflight: operations=%d lost_handlers=%d called_twice=%d (%d stores)\n", o, l, t, n }'
-  grep -E '^(faults: cases=|fault-injection: |cancellation: |lease-torture: holders=|update-short-lease: |simulator-differential: |lock-schedules(\[cluster\])?: |lock-stress: |glob-complexity: |move-race(\[.*\])?: |dedup-guard: )' "$log" || true
+  grep -E '^(faults: cases=|fault-injection: |cancellation: |lease-torture: holders=|update-short-lease: |simulator-differential: |lock-schedules(\[cluster\])?: |lock-stress: |glob-complexity: |move-race(\[.*\])?: |lock-timeout(\[.*\])?: |dedup-guard: )' "$log" || true
 }
 
 if [[ $mode != custom ]]; then

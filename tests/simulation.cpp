@@ -8,6 +8,7 @@
 #include "contract.hpp"
 #include "refusals_18_16.hpp"
 #include "simulator_self_check.hpp"
+#include "lock_timeout.hpp"
 #include "move_race.hpp"
 #include "support.hpp"
 
@@ -1675,6 +1676,48 @@ TEST_CASE("move-race on the simulation: a move while others update() its source 
         CHECK_MESSAGE(r.lost == 0, "the first lost: " << r.first_lost);
         CHECK(r.rounds == rounds);
         CHECK(r.confirmed >= 2L * each_side * rounds);
+    }
+}
+
+TEST_CASE("lock-timeout on the simulation: a locked call returns while its claim is held; what lands late is given back") {
+    // tests/lock_timeout.hpp over the simulator (the chDB case's twin, which
+    // the sanitized builds run): blocking calls hand what they leave to a
+    // background thread, async ones leave it on the store's executor.
+    auto server = simulated_clickhouse::create();
+    for (const auto mode : {lock_mode::strict, lock_mode::seed_compatible}) {
+        const bool strict = mode == lock_mode::strict;
+        store_options o;
+        o.schema = test::unique_schema("simtimeout");
+        o.lock = test::fast_locks();
+        o.lock.mode = mode;
+        o.lock.timeout = std::chrono::milliseconds(50);
+        const int threads = 3, calls_each = strict ? 24 : 12;
+        // Locked: an id a try-lock cannot take.
+        auto still_locked = [&] {
+            store_options probe = o;
+            probe.lock.timeout = duration::zero();
+            basic_state_store<simulated_transport> check(simulated_transport(server, pool_executor()), probe);
+            long locked = 0;
+            for (int t = 0; t < threads; ++t)
+                for (int i = 0; i < calls_each; ++i) {
+                    try {
+                        check.acquire_lock("lt-" + std::to_string(t) + "-" + std::to_string(i)).release();
+                    } catch (const chstate::error& e) {
+                        if (e.code() != errc::state_id_locked)
+                            throw;
+                        ++locked;
+                    }
+                }
+            return locked;
+        };
+        const auto r = test::lock_timeout_run([&] { return simulated_transport(server, pool_executor()); }, o,
+                                              threads, calls_each, still_locked);
+        test::print_lock_timeout(strict ? "[simulated, strict]" : "[simulated, seed_compatible]", o, r);
+        CHECK(r.calls == threads * calls_each);
+        CHECK_MESSAGE(r.locked == r.calls, "the first other outcome: " << r.first_other);
+        CHECK(r.watchdog_opened == 0);
+        CHECK(r.claims_held >= r.calls / 2);
+        CHECK(r.left_behind == 0);
     }
 }
 

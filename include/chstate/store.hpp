@@ -107,8 +107,16 @@ public:
 
     basic_state_store(const basic_state_store&) = delete;
     basic_state_store& operator=(const basic_state_store&) = delete;
-    /// Cancels the operations in flight (they complete with operation_aborted).
-    ~basic_state_store() { core_->cancel_all(); }
+    /// Cancels the operations in flight (they complete with operation_aborted),
+    /// and waits, at most lock.timeout, for what timed-out acquires left
+    /// running: a claim still in flight at the deadline, given back if it
+    /// lands (docs/lock.md). On one of the transport's own threads it does
+    /// not wait (that work may need the thread).
+    ~basic_state_store() {
+        core_->cancel_all();
+        core_->settle_leftovers(std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::max(options().lock.timeout, duration::zero())));
+    }
 
     executor_type get_executor() const noexcept { return core_->executor(); }
     Transport& get_transport() noexcept { return engine_->transport(); }
@@ -339,7 +347,7 @@ private:
     void build(executor_type ex, Transport transport, store_options options, Clock clock) {
         auto engine = std::make_unique<engine_type>(std::move(ex), std::move(transport), std::move(clock));
         engine_ = engine.get();
-        core_ = std::make_shared<detail::store_core>(std::move(engine), std::move(options));
+        core_ = detail::store_core::make(std::move(engine), std::move(options));
     }
 
     static detail::op<> schema(detail::session& s, diagnostics& d) { return detail::prepare(s, d); }

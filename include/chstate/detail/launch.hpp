@@ -211,7 +211,8 @@ auto async_run(std::shared_ptr<store_core> core, CompletionToken&& token, Body b
 /// (or nothing, or a tuple of several); throws chstate::error with the
 /// diagnostics' message on failure. The operation runs on the calling
 /// thread, on an io_context of its own that the call runs until the
-/// operation ends: it needs nobody to run the store's executor (only the
+/// operation completes (what it leaves running goes on on a background
+/// thread of the store's, store_core.hpp): it needs nobody to run the store's executor (only the
 /// transport's own threads, which chDB and http_transport have), and the
 /// caller is woken once, by the last statement's reply, instead of handing
 /// the operation to another thread and waiting on a future for it
@@ -234,12 +235,20 @@ auto run_blocking(const std::shared_ptr<store_core>& core, Body body) {
             mark& operator=(const mark&) = delete;
             ~mark() { blocking_call_here() = outer; }
         } here_is(&call);
-        asio::io_context here(1);
-        start_op<Ts...>(core, here.get_executor(), &diag, std::move(body),
-                        asio::bind_executor(here.get_executor(), [&done](error_code ec, Ts... values) {
+        auto here = std::make_shared<asio::io_context>(1);
+        start_op<Ts...>(core, here->get_executor(), &diag, std::move(body),
+                        asio::bind_executor(here->get_executor(), [&done](error_code ec, Ts... values) {
                             done.emplace(ec, std::move(values)...);
                         }));
-        here.run();
+        while (!done && here->run_one() != 0) {
+        }
+        // Work left once the operation has completed is an acquire's claim
+        // that lock.timeout stopped waiting for (lock/acquire.hpp): it
+        // finishes, and gives back what lands, on a thread of the store's.
+        if (done && !here->stopped())
+            here->poll(); // what is ready now (a strand's last hop) runs here
+        if (!here->stopped())
+            core->run_in_background(std::move(here));
     }
     if (!done) // the operation's handler was destroyed uncalled (its transport went away under it)
         throw error(make_error_code(asio::error::operation_aborted),

@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -74,6 +75,39 @@ struct orphan_lock {
     std::uint64_t token = 0;
 };
 
+/// Work that can outlive the operation that started it (an acquire's
+/// protocol, which a timed-out acquire stops waiting for, and its
+/// give-back), counted so that the store's destructor can wait for it
+/// (lock/acquire.hpp). Once closed (the store is going away) no more starts.
+class leftover_work {
+public:
+    /// False once closed: the caller must not start the work.
+    bool try_add() {
+        std::lock_guard lk(m_);
+        if (closed_)
+            return false;
+        ++n_;
+        return true;
+    }
+    void done() {
+        std::lock_guard lk(m_);
+        if (--n_ == 0)
+            cv_.notify_all();
+    }
+    /// Refuses new work; then true when none is left, waiting at most `d`.
+    bool close_and_wait(std::chrono::milliseconds d) {
+        std::unique_lock lk(m_);
+        closed_ = true;
+        return cv_.wait_for(lk, d, [this] { return n_ == 0; });
+    }
+
+private:
+    std::mutex m_;
+    std::condition_variable cv_;
+    int n_ = 0;
+    bool closed_ = false;
+};
+
 /// Sets diag's message and returns `e`.
 inline error_code fail(diagnostics& diag, errc e, std::string message) {
     diag.message = std::move(message);
@@ -96,6 +130,15 @@ public:
 
     engine& eng() noexcept { return engine_; }
     const store_options& options() const noexcept { return options_; }
+
+    /// What keeps this session (and its engine) alive: work that goes on
+    /// after the operation that started it has completed (a lock claim a
+    /// timed-out acquire no longer waits for) holds one. Null only for a
+    /// session no store_core owns.
+    std::shared_ptr<void> keep_alive() const { return owner_.lock(); }
+    void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
+    /// What operations left running (see leftover_work).
+    const std::shared_ptr<leftover_work>& leftovers() const noexcept { return leftovers_; }
     time_point now() const { return engine_.now(); }
     /// The store's clock in milliseconds since the epoch.
     std::uint64_t now_ms() const {
@@ -221,6 +264,8 @@ private:
 
     engine& engine_;
     const store_options options_;
+    std::weak_ptr<void> owner_;
+    std::shared_ptr<leftover_work> leftovers_ = std::make_shared<leftover_work>();
     mutable std::mutex mutex_;
     std::shared_ptr<const resolved> resolved_;
     std::vector<orphan_lock> orphans_;

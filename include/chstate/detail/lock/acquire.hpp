@@ -2,13 +2,18 @@
 // protocol ready() chose, bounded by lock.timeout, and what the store owes
 // after a failure (orphans).
 //
-// lock.timeout bounds the acquire's rounds: the protocol runs against a
-// wait on the store's Clock; when the wait ends first the protocol is
-// cancelled (its cleanup still runs) and the acquire fails with
-// errc::state_id_locked. The race waits for the protocol to end, so a
-// statement in flight (chDB cannot stop one) and the cleanup after it
-// still delay the return: up to one statement and one withdrawal past
-// lock.timeout (an open gap: docs/strict-lock.md, issue 27).
+// lock.timeout bounds the call: the protocol runs as a coroutine of its
+// own, raced against a wait on the store's Clock. When the wait ends first
+// (or the caller cancels) the acquire returns at once with
+// errc::state_id_locked (operation_aborted) and the protocol is told to
+// stop at its next step. A statement still in flight runs to its end
+// (chDB cannot stop one; a claim over HTTP is never cut short, so its
+// outcome is known), and a lock it wins after the caller gave up is given
+// back by the protocol's own coroutine, which holds the store meanwhile
+// (a blocking call leaves it to a background thread of the store's:
+// store_core.hpp). No grant is left behind by a timed-out, failed or
+// cancelled acquire; the call returns within lock.timeout plus
+// acquire_deadline_slack and the time to be scheduled.
 #pragma once
 
 #include <chstate/detail/separate_compilation.hpp>
@@ -17,8 +22,17 @@
 #include <chstate/detail/lock/seed.hpp>
 #include <chstate/detail/schema.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
+
+#include <exception>
+#include <memory>
+#include <optional>
 
 #include <variant>
 
@@ -44,6 +58,25 @@ CHSTATE_DECL op<held_lock> run_protocol(session& s, std::string id, time_point d
                                         acquire_request how, acquire_notes& notes);
 
 CHSTATE_DECL op<> deadline_wait(session& s, duration d);
+
+/// One run of the protocol that acquire() may stop waiting for; shared by
+/// the two, on the operation's strand.
+struct protocol_run {
+    explicit protocol_run(const asio::any_io_executor& ex) : done(ex, 1) {}
+    asio::experimental::channel<void(error_code)> done; ///< one message: `result` is set
+    std::optional<std::tuple<error_code, held_lock>> result;
+    std::exception_ptr failed; ///< what the protocol threw (bad_alloc), for acquire() to rethrow
+    diagnostics diag;
+    acquire_notes notes;
+    bool abandoned = false;           ///< acquire() returned without it
+    asio::cancellation_signal stop;   ///< the protocol's cancellation
+};
+
+/// Releases a lock a protocol won after its acquire gave up (`keep`: the
+/// store, kept alive until this is done); what fails is remembered as an
+/// orphan. Then lets the store go, and tells `leftovers` it is done.
+CHSTATE_DECL asio::awaitable<void> give_back_late(session& s, held_lock h, std::shared_ptr<void> keep,
+                                                  std::shared_ptr<leftover_work> leftovers);
 
 inline error_code check_lease_settings(const session& s, diagnostics& diag) {
     const lock_options& lo = s.options().lock;

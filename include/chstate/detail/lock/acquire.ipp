@@ -65,25 +65,85 @@ CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostic
     const duration left = std::max(duration::zero(), std::chrono::duration_cast<duration>(deadline - s.now()));
     // The protocol's own rounds end at the deadline (its message says so);
     // the race ends one that a statement or settle wait holds past it.
-    // Both results are kept: a protocol that won just as the race ended (or
-    // as the caller cancelled) hands its lease over — never drops it.
-    // (The group waits for both children: `notes` outlives the protocol.)
-    acquire_notes notes;
+    // The protocol runs as a coroutine of its own that this one can stop
+    // waiting for: a claim still in flight at the deadline (chDB cannot
+    // stop one; HTTP's is not cut short, so its outcome is known) runs on,
+    // holding the store, and what it wins after we gave up it gives back.
     auto ex = co_await asio::this_coro::executor;
-    auto [order, protocol_failed, protocol, wait_failed, waited] =
+    // Counted from here until the protocol has ended and given back what
+    // it won (the store's destructor waits for that); refused once the
+    // store is going away.
+    if (!s.leftovers()->try_add())
+        co_return std::tuple{make_error_code(asio::error::operation_aborted), held_lock{}};
+    auto run = std::make_shared<protocol_run>(ex);
+    asio::co_spawn(
+        ex, run_protocol(s, id, deadline, run->diag, how, run->notes),
+        asio::bind_cancellation_slot(
+            run->stop.slot(), [run, &s, keep = s.keep_alive(), leftovers = s.leftovers()](
+                                  std::exception_ptr e, std::tuple<error_code, held_lock> r) mutable {
+                if (!run->abandoned) {
+                    run->failed = e; // rethrown by acquire(), never through the executor
+                    run->result = std::move(r);
+                    run->done.try_send(error_code{});
+                    keep.reset();
+                    leftovers->done();
+                    return;
+                }
+                // acquire() has returned: give back what was won, then let
+                // the store go before saying so (its destructor waits for this).
+                auto& [ec, held] = r;
+                if (!e && !ec && !held.state_id.empty()) {
+                    try {
+                        asio::co_spawn(run->done.get_executor(), give_back_late(s, held, std::move(keep), leftovers),
+                                       asio::detached);
+                        return;
+                    } catch (...) { // bad_alloc: the next operation gives it back
+                        s.remember_orphan({held.state_id, held.lock_id, held.token});
+                    }
+                }
+                keep.reset();
+                leftovers->done();
+            }));
+    auto [order, received, wait_failed, waited] =
         co_await asio::experimental::make_parallel_group(
-            asio::co_spawn(ex, run_protocol(s, id, deadline, diag, how, notes), asio::deferred),
+            run->done.async_receive(asio::deferred),
             asio::co_spawn(ex, deadline_wait(s, left + acquire_deadline_slack), asio::deferred))
             .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
-    if (protocol_failed || wait_failed) // neither throws: a bug, or bad_alloc
-        std::rethrow_exception(protocol_failed ? protocol_failed : wait_failed);
-    auto& [ec, held] = protocol;
-    if (order[0] == 0 || !ec)
-        co_return std::tuple{ec, std::move(held)};
+    (void)received;
+    if (run->failed) // only bad_alloc
+        std::rethrow_exception(run->failed);
+    if (run->result) {
+        auto& [ec, held] = *run->result;
+        // Won just as the race ended (or as the caller cancelled): the lease
+        // is handed over, never dropped.
+        if (order[0] == 0 || !ec) {
+            diag = std::move(run->diag);
+            co_return std::move(*run->result);
+        }
+    } else {
+        // Still running: stop it at its next step; a claim in flight
+        // finishes, and what it won goes back (above).
+        run->abandoned = true;
+        run->stop.emit(asio::cancellation_type::terminal);
+    }
+    if (wait_failed) // deadline_wait does not throw: a bug, or bad_alloc
+        std::rethrow_exception(wait_failed);
     // The wait ended first: the deadline passed, or the caller cancelled.
     if (auto [wec] = waited; wec)
         co_return std::tuple{wec, held_lock{}};
-    co_return std::tuple{could_not_acquire(diag, id, deadline_detail(notes, timeout, true)), held_lock{}};
+    co_return std::tuple{could_not_acquire(diag, id, deadline_detail(run->notes, timeout, true)), held_lock{}};
+}
+
+CHSTATE_DECL asio::awaitable<void> give_back_late(session& s, held_lock h, std::shared_ptr<void> keep,
+                                                  std::shared_ptr<leftover_work> leftovers) {
+    try {
+        diagnostics ignored;
+        co_await release(s, h, ignored, cancellation::ignore);
+    } catch (...) { // bad_alloc: the next operation gives it back
+        s.remember_orphan({h.state_id, h.lock_id, h.token});
+    }
+    keep.reset();
+    leftovers->done();
 }
 
 CHSTATE_DECL op<> release(session& s, const held_lock& h, diagnostics& diag, cancellation c) {

@@ -40,7 +40,11 @@ CHSTATE_DECL op<bool> try_candidate(session& s, const std::string& id, const std
                               time_point deadline, diagnostics& diag) {
     const statements& sql = s.sql();
     const lock_options& lo = s.options().lock;
-    if (auto [ec] = co_await s.execute(sql.insert_lock_candidate(id, mine, s.now()), diag); ec) {
+    if (co_await cancelled())
+        co_return std::tuple{make_error_code(asio::error::operation_aborted), false};
+    // Never cut short, as a strict claim (strict.ipp): its outcome is known.
+    if (auto [ec] = co_await s.execute(sql.insert_lock_candidate(id, mine, s.now()), diag, cancellation::ignore);
+        ec) {
         if (ec == errc::outcome_unknown || ec == asio::error::operation_aborted)
             co_await withdraw_candidate(s, id, mine); // it may have landed
         co_return std::tuple{ec, false};

@@ -54,14 +54,20 @@ CHSTATE_DECL asio::awaitable<void> withdraw_grant(session& s, const std::string&
 
 CHSTATE_DECL op<claim_result> claim_once(session& s, const std::string& id, std::uint64_t basis, std::uint64_t next,
                                    diagnostics& diag, bool confirm) {
+    if (co_await cancelled()) // the claim below is not cut short: not sent at all then
+        co_return std::tuple{make_error_code(asio::error::operation_aborted), claim_result{}};
     std::string mine = random_uuid();
     // The server writes the expiry on its clock; ours is bounded from now,
     // before the claim is sent, so it ends no later than the server's.
     const std::uint64_t ttl = lease_ttl_ms(s);
     held_lock mine_held{id, mine, next, s.now_ms() + ttl, s.steady_ms() + ttl};
     claim_result r;
+    // Never cut short (cancellation::ignore): a claim stopped mid-flight
+    // (an HTTP request closed) may still land after we looked; one that ran
+    // to its end has an outcome we can read and give back.
     auto [ec] = co_await s.execute(
-        s.sql().claim_grant(id, next, mine, ttl, grant_slot_key(id, next), basis, skew_ms(s)), diag);
+        s.sql().claim_grant(id, next, mine, ttl, grant_slot_key(id, next), basis, skew_ms(s)), diag,
+        cancellation::ignore);
     if (ec) { // the row may have landed: give it back if it is ours
         s.forget_free_token(id);
         co_await withdraw_grant(s, id, next, mine);
