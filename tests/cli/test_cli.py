@@ -151,6 +151,8 @@ def t_set_get_exact(s):
     check(out == (compact(expected) + "\n").encode(), f"get differs from Python's compact dump:\n{out[:400]!r}")
     pretty = expect(s.run("state", "get", "dev:tap-a-to-target-b", "--format", "pretty"), EXIT_OK, "pretty").out
     check(pretty == (json.dumps(expected, indent=2) + "\n").encode(), "get --format pretty differs from indent=2")
+    upper = expect(s.run("state", "get", "dev:tap-a-to-target-b", "--format", "PRETTY"), EXIT_OK, "PRETTY").out
+    check(upper == pretty, "get --format PRETTY (Meltano accepts any case) differs from --format pretty")
     # Stored as the completed state, partial empty (as meltano state set).
     exported = json.loads(expect(s.run("state", "export"), EXIT_OK, "export").out)
     check(exported["dev:tap-a-to-target-b"]["partial"] == {}, "set left a partial state")

@@ -132,6 +132,7 @@ merged onto the completed state, e.g. {"singer_state":{"bookmarks":{...}}}.
 Every value exactly as stored (big integers, floats, NaN, key order).
   --format json    one line, as json.dumps(state, separators=(",", ":")) (the default)
   --format pretty  indented by two spaces, as json.dumps(state, indent=2)
+                   (either word in any case, as Meltano accepts)
   --missing-ok     print {} for a state id without state (as meltano does)
                    instead of failing with exit status 3
 )";

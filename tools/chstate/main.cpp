@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -237,7 +238,10 @@ int cmd_list(context& c) {
 }
 
 int cmd_get(context& c) {
-    const std::string format = c.inv.value("format").value_or("json");
+    // Case-insensitive, as meltano state get's click.Choice(case_sensitive=False).
+    std::string format = c.inv.value("format").value_or("json");
+    for (char& ch : format)
+        ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (format != "json" && format != "pretty")
         throw cli::usage_error("--format is json or pretty, not \"" + cli::one_line(format) + "\"");
     const std::string& id = c.inv.words[0];
