@@ -81,10 +81,6 @@ struct claim_gate {
             go();
         return now.size();
     }
-    std::size_t holding() {
-        std::lock_guard lk(m);
-        return held.size();
-    }
     bool held_longer_than(std::chrono::steady_clock::duration d) {
         std::lock_guard lk(m);
         return !held.empty() && std::chrono::steady_clock::now() - since > d;

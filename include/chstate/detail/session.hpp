@@ -41,6 +41,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -108,6 +109,27 @@ private:
     bool closed_ = false;
 };
 
+/// One piece of leftover work while it runs: keeps the store alive and
+/// counted; on destruction lets the store go first, then the count (the
+/// store's destructor, waiting on the count, never outlives the hold's
+/// reference).
+class leftover_hold {
+public:
+    leftover_hold(std::shared_ptr<void> store, std::shared_ptr<leftover_work> work)
+        : store_(std::move(store)), work_(std::move(work)) {}
+    leftover_hold(leftover_hold&&) noexcept = default;
+    leftover_hold& operator=(leftover_hold&&) = delete;
+    ~leftover_hold() {
+        store_.reset();
+        if (work_)
+            work_->done();
+    }
+
+private:
+    std::shared_ptr<void> store_;
+    std::shared_ptr<leftover_work> work_;
+};
+
 /// Sets diag's message and returns `e`.
 inline error_code fail(diagnostics& diag, errc e, std::string message) {
     diag.message = std::move(message);
@@ -131,11 +153,15 @@ public:
     engine& eng() noexcept { return engine_; }
     const store_options& options() const noexcept { return options_; }
 
-    /// What keeps this session (and its engine) alive: work that goes on
-    /// after the operation that started it has completed (a lock claim a
-    /// timed-out acquire no longer waits for) holds one. Null only for a
-    /// session no store_core owns.
-    std::shared_ptr<void> keep_alive() const { return owner_.lock(); }
+    /// For work that may go on after the operation that started it has
+    /// completed (a lock claim a timed-out acquire no longer waits for): a
+    /// hold on the store that owns this session, counted in leftovers();
+    /// none once the store is going away.
+    std::optional<leftover_hold> try_hold() {
+        if (!leftovers_->try_add())
+            return std::nullopt;
+        return leftover_hold(owner_.lock(), leftovers_);
+    }
     void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
     /// What operations left running (see leftover_work).
     const std::shared_ptr<leftover_work>& leftovers() const noexcept { return leftovers_; }

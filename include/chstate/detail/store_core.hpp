@@ -22,9 +22,8 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/system_executor.hpp>
-
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/system_executor.hpp>
 
 #include <atomic>
 #include <list>

@@ -72,11 +72,9 @@ struct protocol_run {
     asio::cancellation_signal stop;   ///< the protocol's cancellation
 };
 
-/// Releases a lock a protocol won after its acquire gave up (`keep`: the
-/// store, kept alive until this is done); what fails is remembered as an
-/// orphan. Then lets the store go, and tells `leftovers` it is done.
-CHSTATE_DECL asio::awaitable<void> give_back_late(session& s, held_lock h, std::shared_ptr<void> keep,
-                                                  std::shared_ptr<leftover_work> leftovers);
+/// Releases a lock a protocol won after its acquire gave up (`hold`: the
+/// store, kept until this is done); what fails is remembered as an orphan.
+CHSTATE_DECL asio::awaitable<void> give_back_late(session& s, held_lock h, leftover_hold hold);
 
 inline error_code check_lease_settings(const session& s, diagnostics& diag) {
     const lock_options& lo = s.options().lock;

@@ -73,36 +73,32 @@ CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostic
     // Counted from here until the protocol has ended and given back what
     // it won (the store's destructor waits for that); refused once the
     // store is going away.
-    if (!s.leftovers()->try_add())
+    auto hold = s.try_hold();
+    if (!hold)
         co_return std::tuple{make_error_code(asio::error::operation_aborted), held_lock{}};
     auto run = std::make_shared<protocol_run>(ex);
     asio::co_spawn(
         ex, run_protocol(s, id, deadline, run->diag, how, run->notes),
         asio::bind_cancellation_slot(
-            run->stop.slot(), [run, &s, keep = s.keep_alive(), leftovers = s.leftovers()](
-                                  std::exception_ptr e, std::tuple<error_code, held_lock> r) mutable {
+            run->stop.slot(), [run, &s, hold = std::move(*hold)](std::exception_ptr e,
+                                                                 std::tuple<error_code, held_lock> r) mutable {
                 if (!run->abandoned) {
                     run->failed = e; // rethrown by acquire(), never through the executor
                     run->result = std::move(r);
                     run->done.try_send(error_code{});
-                    keep.reset();
-                    leftovers->done();
                     return;
                 }
-                // acquire() has returned: give back what was won, then let
-                // the store go before saying so (its destructor waits for this).
+                // acquire() has returned: give back what was won (the hold
+                // goes with it, else with this handler).
                 auto& [ec, held] = r;
                 if (!e && !ec && !held.state_id.empty()) {
                     try {
-                        asio::co_spawn(run->done.get_executor(), give_back_late(s, held, std::move(keep), leftovers),
+                        asio::co_spawn(run->done.get_executor(), give_back_late(s, held, std::move(hold)),
                                        asio::detached);
-                        return;
                     } catch (...) { // bad_alloc: the next operation gives it back
                         s.remember_orphan({held.state_id, held.lock_id, held.token});
                     }
                 }
-                keep.reset();
-                leftovers->done();
             }));
     auto [order, received, wait_failed, waited] =
         co_await asio::experimental::make_parallel_group(
@@ -134,16 +130,14 @@ CHSTATE_DECL op<held_lock> acquire(session& s, const std::string& id, diagnostic
     co_return std::tuple{could_not_acquire(diag, id, deadline_detail(run->notes, timeout, true)), held_lock{}};
 }
 
-CHSTATE_DECL asio::awaitable<void> give_back_late(session& s, held_lock h, std::shared_ptr<void> keep,
-                                                  std::shared_ptr<leftover_work> leftovers) {
+CHSTATE_DECL asio::awaitable<void> give_back_late(session& s, held_lock h, leftover_hold hold) {
+    (void)hold; // released with this frame, once the lock is given back
     try {
         diagnostics ignored;
         co_await release(s, h, ignored, cancellation::ignore);
     } catch (...) { // bad_alloc: the next operation gives it back
         s.remember_orphan({h.state_id, h.lock_id, h.token});
     }
-    keep.reset();
-    leftovers->done();
 }
 
 CHSTATE_DECL op<> release(session& s, const held_lock& h, diagnostics& diag, cancellation c) {
